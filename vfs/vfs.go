@@ -1,0 +1,51 @@
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. ReadAt and WriteAt may be called concurrently;
+// Sync makes every write before it durable (fdatasync on the OS).
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Writer
+	io.Closer
+	// Sync makes the file's data durable.
+	Sync() error
+	// Truncate changes the size of the file.
+	Truncate(size int64) error
+	// Size returns the current size of the file.
+	Size() (int64, error)
+}
+
+// FS is the file-system interface every engine file goes through, so that
+// power-loss and I/O-error tests reach all of them. Paths are OS paths.
+//
+// Durability model (the crash-clone FS enforces it): a file's data is
+// durable after File.Sync; a create, rename or remove is durable only after
+// SyncDir on its parent directory.
+type FS interface {
+	// Create creates or truncates the named file for reading and writing.
+	Create(name string) (File, error)
+	// Open opens the named file read-only.
+	Open(name string) (File, error)
+	// OpenReadWrite opens an existing file for reading and writing.
+	OpenReadWrite(name string) (File, error)
+	// Remove removes the named file or empty directory.
+	Remove(name string) error
+	// Rename renames a file, replacing the target if it exists.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(dir string, perm os.FileMode) error
+	// List returns the names (not paths) of the entries in dir, sorted.
+	List(dir string) ([]string, error)
+	// Stat returns file info for the named file.
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes the entries of dir (creates, renames, removes) durable.
+	SyncDir(dir string) error
+	// Lock takes an exclusive advisory lock on the named file, creating it if
+	// needed, and fails at once if another holder has it. Close releases it.
+	Lock(name string) (io.Closer, error)
+}
