@@ -1,0 +1,50 @@
+package failpoints
+
+// The catalogue. A name used in code must be listed here and in All; a test
+// checks both directions against the source tree.
+const (
+	WALAppend        = "wal_append"
+	WALBeforeSync    = "wal_before_sync"
+	WALAfterSync     = "wal_after_sync"
+	WALRotate        = "wal_rotate"
+	WALRecycle       = "wal_recycle"
+	TxnCommitLogged  = "txn_commit_logged"
+	TxnCommitDurable = "txn_commit_durable"
+	TxnUndoCLR       = "txn_undo_clr"
+	TxnAbortEnd      = "txn_abort_end"
+
+	CheckpointCut           = "checkpoint_cut"
+	CheckpointWALSync       = "checkpoint_wal_sync"
+	CheckpointFileID        = "checkpoint_file_id"
+	CheckpointDataWrite     = "checkpoint_data_write"
+	CheckpointDataSync      = "checkpoint_data_sync"
+	CheckpointDirSync       = "checkpoint_dir_sync"
+	CheckpointManifestWrite = "checkpoint_manifest_commit"
+	CheckpointMarkDurable   = "checkpoint_mark_durable"
+	CheckpointRecycle       = "checkpoint_recycle"
+
+	ManifestAppend = "manifest_append"
+	ManifestRotate = "manifest_rotate"
+
+	GCRewriteAfterStageMarker = "gc_rewrite_after_stage_marker"
+	GCRewriteAfterDataDirSync = "gc_rewrite_after_data_dir_sync"
+	GCRewriteBeforeMetaCommit = "gc_rewrite_before_meta_commit"
+	GCRewriteAfterMetaCommit  = "gc_rewrite_after_meta_commit"
+	GCDeleteObsolete          = "gc_delete_obsolete"
+	RecoveryRedo              = "recovery_redo"
+	RecoveryUndo              = "recovery_undo"
+	RecoveryEnd               = "recovery_end"
+)
+
+// All lists every failpoint name, for the crash matrix.
+var All = []string{
+	WALAppend, WALBeforeSync, WALAfterSync, WALRotate, WALRecycle,
+	TxnCommitLogged, TxnCommitDurable, TxnUndoCLR, TxnAbortEnd,
+	CheckpointCut, CheckpointWALSync, CheckpointFileID, CheckpointDataWrite,
+	CheckpointDataSync, CheckpointDirSync, CheckpointManifestWrite,
+	CheckpointMarkDurable, CheckpointRecycle,
+	ManifestAppend, ManifestRotate,
+	GCRewriteAfterStageMarker, GCRewriteAfterDataDirSync,
+	GCRewriteBeforeMetaCommit, GCRewriteAfterMetaCommit, GCDeleteObsolete,
+	RecoveryRedo, RecoveryUndo, RecoveryEnd,
+}
