@@ -1,0 +1,179 @@
+package pagetable
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// PID identifies a page. PID 0 is never allocated (it means "none").
+type PID uint64
+
+const (
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+	dirSize   = 1 << 16 // 2^28 PIDs in all
+)
+
+// Slot is one mapping-table entry: the page's published state and its
+// writer mutex.
+type Slot[T any] struct {
+	state atomic.Pointer[T]
+	// Mu serializes writers of this page (conflict check, log append,
+	// install). Readers never take it.
+	Mu sync.Mutex
+}
+
+// Load returns the slot's published state (nil if none). Safe concurrently.
+func (s *Slot[T]) Load() *T { return s.state.Load() }
+
+// Store publishes a new state. Callers hold Mu (or own the PID exclusively).
+func (s *Slot[T]) Store(v *T) { s.state.Store(v) }
+
+type chunk[T any] struct {
+	slots [chunkSize]Slot[T]
+}
+
+type retired struct {
+	pid   PID
+	epoch uint64
+}
+
+// Table is the mapping table. All methods are safe for concurrent use.
+type Table[T any] struct {
+	dir [dirSize]atomic.Pointer[chunk[T]]
+
+	mu sync.Mutex // guards the fields below
+	// next is the lowest PID never handed out.
+	next PID
+	// free holds PIDs ready for reuse (LIFO).
+	free []PID
+	// pending holds retired PIDs in retirement order (FIFO); head is the
+	// index of its first live element.
+	pending []retired
+	head    int
+}
+
+// New returns an empty table whose first allocated PID is first (>= 1).
+func New[T any](first PID) *Table[T] {
+	if first == 0 {
+		first = 1
+	}
+	return &Table[T]{next: first}
+}
+
+// Slot returns the slot of pid, allocating its chunk if needed. It never
+// returns nil for pid < 2^28.
+func (t *Table[T]) Slot(pid PID) *Slot[T] {
+	ci := uint64(pid) >> chunkBits
+	if ci >= dirSize {
+		panic(fmt.Sprintf("pagetable: PID %d beyond the table", pid))
+	}
+	c := t.dir[ci].Load()
+	if c == nil {
+		c = t.grow(ci)
+	}
+	return &c.slots[uint64(pid)&(chunkSize-1)]
+}
+
+// Lookup returns the slot of pid, or nil if its chunk was never allocated.
+func (t *Table[T]) Lookup(pid PID) *Slot[T] {
+	ci := uint64(pid) >> chunkBits
+	if ci >= dirSize {
+		return nil
+	}
+	c := t.dir[ci].Load()
+	if c == nil {
+		return nil
+	}
+	return &c.slots[uint64(pid)&(chunkSize-1)]
+}
+
+// Load returns pid's published state, or nil.
+func (t *Table[T]) Load(pid PID) *T {
+	s := t.Lookup(pid)
+	if s == nil {
+		return nil
+	}
+	return s.Load()
+}
+
+func (t *Table[T]) grow(ci uint64) *chunk[T] {
+	nc := new(chunk[T])
+	if t.dir[ci].CompareAndSwap(nil, nc) {
+		return nc
+	}
+	return t.dir[ci].Load()
+}
+
+// Alloc returns an unused PID in O(1): a reclaimed one if any, else a fresh
+// one.
+func (t *Table[T]) Alloc() PID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := len(t.free); n > 0 {
+		pid := t.free[n-1]
+		t.free = t.free[:n-1]
+		return pid
+	}
+	pid := t.next
+	t.next++
+	return pid
+}
+
+// Reserve makes sure Alloc never hands out a PID below next (used when
+// loading a table from disk).
+func (t *Table[T]) Reserve(next PID) {
+	t.mu.Lock()
+	if next > t.next {
+		t.next = next
+	}
+	t.mu.Unlock()
+}
+
+// Next returns the lowest PID never handed out.
+func (t *Table[T]) Next() PID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.next
+}
+
+// Retire records that pid's last reference was removed in epoch. The PID
+// becomes reusable once Reclaim(epoch or later) is called (INV-P2). O(1).
+func (t *Table[T]) Retire(pid PID, epoch uint64) {
+	t.mu.Lock()
+	t.pending = append(t.pending, retired{pid, epoch})
+	t.mu.Unlock()
+}
+
+// Reclaim moves every PID retired in an epoch <= published to the free
+// stack. The cost is proportional to the PIDs moved, never to the size of
+// the free stack.
+func (t *Table[T]) Reclaim(published uint64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for t.head < len(t.pending) && t.pending[t.head].epoch <= published {
+		t.free = append(t.free, t.pending[t.head].pid)
+		t.head++
+		n++
+	}
+	if t.head == len(t.pending) {
+		t.pending = t.pending[:0]
+		t.head = 0
+	} else if t.head > 1024 && t.head*2 > len(t.pending) {
+		// Compact so the queue's memory tracks its live length.
+		k := copy(t.pending, t.pending[t.head:])
+		t.pending = t.pending[:k]
+		t.head = 0
+	}
+	return n
+}
+
+// Counts returns the number of free and pending (retired, not reclaimed)
+// PIDs.
+func (t *Table[T]) Counts() (free, pending int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.free), len(t.pending) - t.head
+}
