@@ -1,9 +1,14 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 )
+
+// ErrLocked is wrapped by the error FS.Lock returns when another holder (this
+// process through another call, or another process) already has the lock.
+var ErrLocked = errors.New("vfs: locked by another holder")
 
 // File is an open file. ReadAt and WriteAt may be called concurrently;
 // Sync makes every write before it durable (fdatasync on the OS).

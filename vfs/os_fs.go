@@ -1,0 +1,90 @@
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// Default returns the FS backed by the operating system (package os). It is
+// stateless and safe for concurrent use; every call returns an equivalent
+// value. Errors are the ones package os returns (*fs.PathError and
+// *os.LinkError), unwrapped, so os.IsNotExist and errors.Is hold on them.
+func Default() FS { return osFS{} }
+
+type osFS struct{}
+
+// osFile is an *os.File whose Sync is fdatasync where the OS has it.
+type osFile struct{ *os.File }
+
+func (f osFile) Sync() error { return datasync(f.File) }
+
+func (f osFile) Size() (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+func (osFS) Create(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Open(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) OpenReadWrite(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Remove(name string) error                    { return os.Remove(name) }
+func (osFS) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
+func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
+func (osFS) Stat(name string) (os.FileInfo, error)       { return os.Stat(name) }
+
+// List returns the entry names of dir; os.ReadDir already sorts them.
+func (osFS) List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+// SyncDir fsyncs the directory itself, which makes the creates, renames and
+// removes of its entries durable (fdatasync is not enough on every file
+// system for directory metadata, so this is a full fsync).
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if serr != nil {
+		return serr
+	}
+	return cerr
+}
+
+// Lock takes an exclusive flock on name (see lock_unix.go). The returned
+// Closer releases the lock and closes the file; it is not safe to call Close
+// concurrently with itself.
+func (osFS) Lock(name string) (io.Closer, error) { return lockFile(name) }
