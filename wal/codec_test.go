@@ -1,0 +1,165 @@
+package wal_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/bwkv/bwkv/wal"
+)
+
+// sameRecord compares records field by field; nil and empty slices are
+// equal (the encoding does not tell them apart).
+func sameRecord(a, b *wal.Record) bool {
+	return a.Type == b.Type && a.TxID == b.TxID && a.Seq == b.Seq && a.PrevLSN == b.PrevLSN &&
+		bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Value, b.Value) && bytes.Equal(a.OldValue, b.OldValue) &&
+		a.HasOld == b.HasOld && a.Tombstone == b.Tombstone && a.UndoNext == b.UndoNext
+}
+
+func fmtRecord(r *wal.Record) string {
+	return fmt.Sprintf("%v tx=%d seq=%d prev=%d key=%q(%d) val=(%d) old=(%d) hasOld=%v tomb=%v undo=%d",
+		r.Type, r.TxID, r.Seq, r.PrevLSN, trim(r.Key), len(r.Key), len(r.Value), len(r.OldValue), r.HasOld, r.Tombstone, r.UndoNext)
+}
+
+func trim(b []byte) []byte {
+	if len(b) > 16 {
+		return b[:16]
+	}
+	return b
+}
+
+// codecCases covers every type, empty and large fields and both flags.
+// want is the decoded form when it differs from the input (fields the type
+// does not carry are dropped; Update always has an old value).
+var codecCases = []struct {
+	name string
+	in   wal.Record
+	want *wal.Record
+}{
+	{name: "begin", in: wal.Record{Type: wal.Begin, TxID: 7}},
+	{name: "commit", in: wal.Record{Type: wal.Commit, TxID: 7, Seq: 3, PrevLSN: 1234}},
+	{name: "end", in: wal.Record{Type: wal.End, TxID: math.MaxUint64, Seq: math.MaxUint32, PrevLSN: math.MaxUint64}},
+	{name: "put", in: wal.Record{Type: wal.Put, TxID: 1, Seq: 1, Key: []byte("k"), Value: []byte("v")}},
+	{name: "put empty value", in: wal.Record{Type: wal.Put, TxID: 1, Key: []byte("k")}},
+	{name: "put empty key", in: wal.Record{Type: wal.Put, TxID: 1, Value: []byte("v")}},
+	{name: "put large", in: wal.Record{Type: wal.Put, TxID: 2, Key: bytes.Repeat([]byte("k"), 300), Value: bytes.Repeat([]byte{0xab}, 1<<20)}},
+	{name: "put drops old value",
+		in:   wal.Record{Type: wal.Put, TxID: 1, Key: []byte("k"), Value: []byte("v"), OldValue: []byte("x"), HasOld: true, Tombstone: true, UndoNext: 9},
+		want: &wal.Record{Type: wal.Put, TxID: 1, Key: []byte("k"), Value: []byte("v")}},
+	{name: "update", in: wal.Record{Type: wal.Update, TxID: 3, Seq: 2, PrevLSN: 99, Key: []byte("key"), Value: []byte("new"), OldValue: []byte("old"), HasOld: true}},
+	{name: "update empty values", in: wal.Record{Type: wal.Update, TxID: 3, Key: []byte("key"), HasOld: true}},
+	{name: "update large old", in: wal.Record{Type: wal.Update, TxID: 3, Key: []byte("key"), Value: []byte("n"), OldValue: bytes.Repeat([]byte{1}, 100_000), HasOld: true}},
+	{name: "update implies old",
+		in:   wal.Record{Type: wal.Update, TxID: 3, Key: []byte("key"), Value: []byte("new"), OldValue: []byte("old")},
+		want: &wal.Record{Type: wal.Update, TxID: 3, Key: []byte("key"), Value: []byte("new"), OldValue: []byte("old"), HasOld: true}},
+	{name: "delete", in: wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key"), OldValue: []byte("old"), HasOld: true}},
+	{name: "delete empty old", in: wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key"), HasOld: true}},
+	{name: "delete missing key", in: wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key")}},
+	{name: "delete missing drops old",
+		in:   wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key"), OldValue: []byte("x"), Value: []byte("y")},
+		want: &wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key")}},
+	{name: "clr value", in: wal.Record{Type: wal.CLR, TxID: 5, Seq: 4, PrevLSN: 500, Key: []byte("key"), Value: []byte("old"), UndoNext: 300}},
+	{name: "clr empty value", in: wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), UndoNext: 0}},
+	{name: "clr tombstone", in: wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), Tombstone: true, UndoNext: math.MaxUint64}},
+	{name: "clr tombstone drops value",
+		in:   wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), Value: []byte("v"), Tombstone: true, UndoNext: 1},
+		want: &wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), Tombstone: true, UndoNext: 1}},
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, tc := range codecCases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			if want == nil {
+				want = &tc.in
+			}
+			prefix := []byte("prefix")
+			buf := wal.AppendEncode(append([]byte(nil), prefix...), &tc.in)
+			if !bytes.Equal(buf[:len(prefix)], prefix) {
+				t.Fatalf("AppendEncode overwrote dst")
+			}
+			enc := buf[len(prefix):]
+			if got := wal.EncodedSize(&tc.in); got != len(enc) {
+				t.Fatalf("EncodedSize = %d, encoding has %d bytes", got, len(enc))
+			}
+			// Trailing bytes after the record are not part of it.
+			got, n, err := wal.Decode(append(enc[:len(enc):len(enc)], 0xff, 0xee))
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if n != len(enc) {
+				t.Fatalf("Decode n = %d, want %d", n, len(enc))
+			}
+			if !sameRecord(&got, want) {
+				t.Fatalf("Decode = %s\nwant     %s", fmtRecord(&got), fmtRecord(want))
+			}
+			// The encoding is canonical: re-encoding reproduces it.
+			if re := wal.AppendEncode(nil, &got); !bytes.Equal(re, enc) {
+				t.Fatalf("re-encoding differs")
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsDamage(t *testing.T) {
+	for _, tc := range codecCases {
+		if len(tc.in.Value) > 1000 || len(tc.in.OldValue) > 1000 {
+			continue // the byte-by-byte sweeps below are quadratic
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			enc := wal.AppendEncode(nil, &tc.in)
+			for i := range len(enc) {
+				if _, _, err := wal.Decode(enc[:i]); err == nil {
+					t.Fatalf("Decode of %d of %d bytes succeeded", i, len(enc))
+				}
+			}
+			for bit := range len(enc) * 8 {
+				b := bytes.Clone(enc)
+				b[bit/8] ^= 1 << (bit % 8)
+				if _, _, err := wal.Decode(b); err == nil {
+					t.Fatalf("Decode with bit %d flipped succeeded", bit)
+				}
+			}
+			if _, _, err := wal.Decode(make([]byte, len(enc))); err == nil {
+				t.Fatalf("Decode of zeroes succeeded")
+			}
+		})
+	}
+}
+
+func TestDecodeAliasesCapped(t *testing.T) {
+	in := wal.Record{Type: wal.Update, Key: []byte("key"), Value: []byte("new"), OldValue: []byte("old"), HasOld: true}
+	enc := wal.AppendEncode(nil, &in)
+	before := bytes.Clone(enc)
+	r, _, err := wal.Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(r.Key, "XXXXXXXX"...)
+	_ = append(r.Value, "XXXXXXXX"...)
+	if !bytes.Equal(enc, before) {
+		t.Fatalf("appending to a decoded field overwrote the buffer")
+	}
+}
+
+func TestTypeString(t *testing.T) {
+	for typ, want := range map[wal.Type]string{wal.Begin: "begin", wal.CLR: "clr", wal.End: "end", 0: "type(0)", 99: "type(99)"} {
+		if got := typ.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", uint8(typ), got, want)
+		}
+	}
+}
+
+func TestCorruptionErrorMessage(t *testing.T) {
+	err := error(&wal.CorruptionError{File: "wal/0000000000000000.log", Offset: 42, Reason: "checksum mismatch"})
+	const want = "wal: corruption in wal/0000000000000000.log at offset 42: checksum mismatch"
+	if err.Error() != want {
+		t.Fatalf("Error() = %q, want %q", err.Error(), want)
+	}
+	var c *wal.CorruptionError
+	if !errors.As(fmt.Errorf("open: %w", err), &c) || c.Offset != 42 {
+		t.Fatalf("errors.As through wrapping failed")
+	}
+}

@@ -1,0 +1,90 @@
+package wal
+
+import "strconv"
+
+// LSN is a log sequence number: the offset of a record's first byte in the
+// global log stream. The stream is contiguous across segments (a segment is
+// named by the LSN of its first byte and the next one starts where it ends),
+// so LSNs order records and measure log bytes.
+type LSN uint64
+
+// TxID identifies the transaction that wrote a record.
+type TxID uint64
+
+// Type is the kind of a log record.
+type Type uint8
+
+// The record types. The numeric values are part of the on-disk format.
+const (
+	// Begin opens a transaction.
+	Begin Type = iota + 1
+	// Put inserts a key that had no value: key and new value, no old value.
+	Put
+	// Update replaces a value: key, the full old value and the new value.
+	Update
+	// Delete removes a key: key and the full old value, or no old value
+	// (HasOld false) when the key was missing.
+	Delete
+	// CLR is a compensation log record written by undo: key, the value to
+	// restore (or Tombstone when the key must read as absent again) and
+	// UndoNext, the LSN of the next record of the transaction to undo.
+	CLR
+	// Commit commits a transaction.
+	Commit
+	// End closes a transaction whose rollback is complete.
+	End
+)
+
+var typeNames = [...]string{
+	Begin:  "begin",
+	Put:    "put",
+	Update: "update",
+	Delete: "delete",
+	CLR:    "clr",
+	Commit: "commit",
+	End:    "end",
+}
+
+// Valid reports whether t is one of the defined record types.
+func (t Type) Valid() bool { return t >= Begin && t <= End }
+
+// String returns the type's lowercase name.
+func (t Type) String() string {
+	if t.Valid() {
+		return typeNames[t]
+	}
+	return "type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// hasKey reports whether records of type t carry a key.
+func (t Type) hasKey() bool { return t >= Put && t <= CLR }
+
+// Record is one log record. Which fields are encoded depends on Type:
+//
+//	Begin, Commit, End  TxID, Seq, PrevLSN only
+//	Put                 Key, Value
+//	Update              Key, OldValue, Value (HasOld is always true)
+//	Delete              Key, OldValue if HasOld
+//	CLR                 Key, Value unless Tombstone, UndoNext
+//
+// Fields that do not belong to the type are ignored by the encoder and zero
+// after decoding. A Record returned by Decode or passed to a Replay callback
+// aliases the bytes it was decoded from.
+type Record struct {
+	Type    Type
+	TxID    TxID
+	Seq     uint32 // the write's sequence number inside its transaction
+	PrevLSN LSN    // the transaction's previous record
+
+	Key      []byte
+	Value    []byte // new value (Put, Update) or the value a CLR restores
+	OldValue []byte // full old value (Update, Delete with HasOld)
+
+	// HasOld is false for an absent old value (a delete of a missing key);
+	// it is implied for Update and never set for Put.
+	HasOld bool
+	// Tombstone marks a CLR that restores absence instead of a value.
+	Tombstone bool
+	// UndoNext is, in a CLR, the LSN of the next record to undo.
+	UndoNext LSN
+}
