@@ -42,14 +42,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // contents this version cannot parse (a bug or a newer format), which the
 // reader never treats as a torn tail.
 var (
-	errShort     = errors.New("short record")
-	errLength    = errors.New("bad record length")
-	errChecksum  = errors.New("checksum mismatch")
-	errType      = errors.New("unknown record type")
-	errFlags     = errors.New("bad flags for record type")
-	errVarint    = errors.New("bad varint")
-	errField     = errors.New("field overruns record")
-	errTrailing  = errors.New("trailing bytes after payload")
+	errShort    = errors.New("short record")
+	errLength   = errors.New("bad record length")
+	errChecksum = errors.New("checksum mismatch")
+	errType     = errors.New("unknown record type")
+	errFlags    = errors.New("bad flags for record type")
+	errVarint   = errors.New("bad varint")
+	errField    = errors.New("field overruns record")
+	errTrailing = errors.New("trailing bytes after payload")
 )
 
 // torn reports whether a decode error is one a torn write can produce.
