@@ -1,0 +1,215 @@
+package bwkv_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/bwkv/bwkv"
+)
+
+func openTest(t testing.TB, o *bwkv.Options) *bwkv.DB {
+	t.Helper()
+	db, err := bwkv.Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestBasicPutGetDelete(t *testing.T) {
+	db := openTest(t, nil)
+	if _, err := db.Get([]byte("a")); !errors.Is(err, bwkv.ErrNotFound) {
+		t.Fatalf("get missing: %v", err)
+	}
+	if err := db.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	v, err := db.Get([]byte("a"))
+	if err != nil || string(v) != "1" {
+		t.Fatalf("get = %q, %v", v, err)
+	}
+	if err := db.Delete([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("never")); err != nil {
+		t.Fatalf("delete missing: %v", err)
+	}
+	if _, err := db.Get([]byte("a")); !errors.Is(err, bwkv.ErrNotFound) {
+		t.Fatalf("get deleted: %v", err)
+	}
+	if err := db.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	db := openTest(t, &bwkv.Options{MaxKeySize: 8, MaxValueSize: 16})
+	if err := db.Put(nil, []byte("x")); !errors.Is(err, bwkv.ErrEmptyKey) {
+		t.Fatalf("empty key: %v", err)
+	}
+	if err := db.Put(make([]byte, 9), nil); !errors.Is(err, bwkv.ErrKeyTooLarge) {
+		t.Fatalf("long key: %v", err)
+	}
+	if err := db.Put([]byte("k"), make([]byte, 17)); !errors.Is(err, bwkv.ErrValueTooLarge) {
+		t.Fatalf("long value: %v", err)
+	}
+	if _, err := db.Get([]byte("k")); !errors.Is(err, bwkv.ErrNotFound) {
+		t.Fatalf("half-applied write: %v", err)
+	}
+	tx, _ := db.Begin()
+	if err := tx.Put(nil, nil); !errors.Is(err, bwkv.ErrEmptyKey) {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Put([]byte("k"), nil); !errors.Is(err, bwkv.ErrTxnDone) {
+		t.Fatalf("put after commit: %v", err)
+	}
+	if err := tx.Commit(); !errors.Is(err, bwkv.ErrTxnDone) {
+		t.Fatalf("commit twice: %v", err)
+	}
+	if err := tx.Rollback(); !errors.Is(err, bwkv.ErrTxnDone) {
+		t.Fatalf("rollback after commit: %v", err)
+	}
+}
+
+func TestOptionsValidateReportsEveryField(t *testing.T) {
+	o := (&bwkv.Options{PageSplitEntries: 1, DeltaChainMax: -1, MaxKeySize: -5, Durability: 7}).EnsureDefaults()
+	err := o.Validate()
+	for _, want := range []string{"PageSplitEntries", "DeltaChainMax", "MaxKeySize", "Durability"} {
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("Validate() = %v, want a complaint about %s", err, want)
+		}
+	}
+	if _, err := bwkv.Open(t.TempDir(), &bwkv.Options{PageSplitEntries: 2}); err == nil {
+		t.Fatal("Open accepted PageSplitEntries 2")
+	}
+}
+
+func TestLockedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bwkv.Open(dir, nil); !errors.Is(err, bwkv.ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+	db.Close()
+	db2, err := bwkv.Open(dir, nil)
+	if err != nil {
+		t.Fatalf("reopen after close: %v", err)
+	}
+	db2.Close()
+}
+
+func TestClosed(t *testing.T) {
+	db, err := bwkv.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := db.Begin()
+	if err := tx.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := db.NewSnapshot()
+	it, _ := s.NewIter(nil)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("commit after close: %v", err)
+	}
+	if _, err := s.Get([]byte("a")); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("snapshot get after close: %v", err)
+	}
+	if it.First() || !errors.Is(it.Error(), bwkv.ErrClosed) {
+		t.Fatalf("iter after close: %v", it.Error())
+	}
+	if err := db.Put([]byte("a"), nil); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("put after close: %v", err)
+	}
+	if err := db.Close(); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("close twice: %v", err)
+	}
+}
+
+func TestManyKeysSplitAndScan(t *testing.T) {
+	db := openTest(t, &bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2})
+	const n = 5000
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("k%06d", (i*7919)%n)
+		if err := db.Put([]byte(k), []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := db.NewSnapshot()
+	it, _ := s.NewIter(nil)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if want := fmt.Sprintf("k%06d", i); string(it.Key()) != want || string(it.Value()) != want {
+			t.Fatalf("entry %d = %q=%q", i, it.Key(), it.Value())
+		}
+		i++
+	}
+	if i != n {
+		t.Fatalf("forward scan saw %d keys", i)
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+		i--
+		if want := fmt.Sprintf("k%06d", i); string(it.Key()) != want {
+			t.Fatalf("reverse entry %d = %q", i, it.Key())
+		}
+	}
+	if i != 0 {
+		t.Fatalf("reverse scan stopped at %d", i)
+	}
+	// Delete everything while the snapshot pins the old versions.
+	for i := 0; i < n; i++ {
+		if err := db.Delete([]byte(fmt.Sprintf("k%06d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it2, _ := s.NewIter(nil)
+	c := 0
+	for ok := it2.First(); ok; ok = it2.Next() {
+		c++
+	}
+	if c != n {
+		t.Fatalf("old snapshot sees %d keys after deletes, want %d", c, n)
+	}
+	it2.Close()
+	it.Close()
+	s.Close()
+	if st := db.Stats(); st.Tree.Merges != 0 {
+		t.Fatalf("pages merged while a snapshot pinned their versions: %+v", st.Tree)
+	}
+	// With the snapshot gone, rewriting and deleting lets consolidation drop
+	// the tombstones, and underfull leaves merge.
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := db.Delete([]byte(fmt.Sprintf("k%06d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	if st.Tree.Splits == 0 || st.Tree.Merges == 0 {
+		t.Fatalf("expected splits and merges: %+v", st.Tree)
+	}
+	if n, _ := db.Get([]byte("k000001")); n != nil {
+		t.Fatalf("deleted key readable")
+	}
+}

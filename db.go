@@ -1,0 +1,342 @@
+package bwkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwkv/bwkv/mvcc"
+	"github.com/bwkv/bwkv/tree"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+// Directory layout.
+const (
+	lockName = "LOCK"
+	walDir   = "wal"
+)
+
+// maxPutRetries bounds DB.Put/Delete's retries of a conflicting one-op txn.
+const maxPutRetries = 16
+
+// DB is an open database. All methods are safe for concurrent use.
+type DB struct {
+	dir  string
+	opts Options
+	fs   vfs.FS
+	lock io.Closer
+	log  *slog.Logger
+
+	tree *tree.Tree
+	mv   *mvcc.Manager
+
+	closed   atomic.Bool
+	readOnly atomic.Bool // opened read-only or degraded
+
+	txMu sync.Mutex
+	txns map[*Txn]struct{} // open transactions, rolled back by Close
+
+	snapPool sync.Pool
+
+	commitsSinceRetire atomic.Int64
+	stop               chan struct{}
+	bg                 sync.WaitGroup
+
+	stats dbCounters
+}
+
+type dbCounters struct {
+	commits, aborts, conflicts, tooOld atomic.Uint64
+}
+
+// Open opens (creating if needed, unless opts.ErrorIfNotExist) the database
+// in dir. It takes the directory's lock file and fails at once with
+// ErrLocked if another process or handle holds it.
+func Open(dir string, opts *Options) (*DB, error) {
+	o := opts.Clone().EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	fs := o.FS
+	exists := true
+	if _, err := fs.Stat(filepath.Join(dir, walDir)); err != nil {
+		if !os.IsNotExist(err) {
+			return nil, fmt.Errorf("bwkv: open %s: %w", dir, err)
+		}
+		exists = false
+	}
+	if !exists && (o.ErrorIfNotExist || o.ReadOnly) {
+		return nil, fmt.Errorf("bwkv: open %s: database does not exist: %w", dir, os.ErrNotExist)
+	}
+	if !o.ReadOnly {
+		if err := fs.MkdirAll(filepath.Join(dir, walDir), 0o755); err != nil {
+			return nil, fmt.Errorf("bwkv: open %s: %w", dir, err)
+		}
+	}
+	lk, err := fs.Lock(filepath.Join(dir, lockName))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("bwkv: open %s: %w", dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("bwkv: open %s: lock: %w", dir, err)
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(discardHandler{})
+	}
+	db := &DB{
+		dir:  dir,
+		opts: *o,
+		fs:   fs,
+		lock: lk,
+		log:  logger,
+		txns: make(map[*Txn]struct{}),
+		stop: make(chan struct{}),
+	}
+	db.mv = mvcc.NewManager(0)
+	db.tree = tree.New(tree.Config{
+		SplitEntries: o.PageSplitEntries,
+		ChainMax:     o.DeltaChainMax,
+	}, tree.Env{
+		LowUnretired: db.mv.Low,
+		Epoch:        func() uint64 { return 0 },
+	})
+	db.readOnly.Store(o.ReadOnly)
+	db.snapPool.New = func() any { return new(Snapshot) }
+	if !o.ReadOnly {
+		db.bg.Add(1)
+		go db.retireLoop()
+	}
+	return db, nil
+}
+
+// retireLoop retires finished transactions in the background, so that
+// consolidation can drop old versions even when commits are rare.
+func (db *DB) retireLoop() {
+	defer db.bg.Done()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+			db.mv.Retire()
+		}
+	}
+}
+
+// afterFinish is called after each commit or rollback: retirement is
+// amortized over many finishes (its watermark scan touches every registry
+// slot).
+func (db *DB) afterFinish() {
+	if db.commitsSinceRetire.Add(1)%32 == 0 {
+		db.mv.Retire()
+	}
+}
+
+// Close rolls back open transactions, stops background work and releases
+// the directory. Later use of the DB or of its transactions, snapshots and
+// iterators returns ErrClosed.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	db.txMu.Lock()
+	open := make([]*Txn, 0, len(db.txns))
+	for tx := range db.txns {
+		open = append(open, tx)
+	}
+	db.txMu.Unlock()
+	for _, tx := range open {
+		_ = tx.rollback(false)
+	}
+	close(db.stop)
+	db.bg.Wait()
+	return db.lock.Close()
+}
+
+func (db *DB) checkOpen() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) checkKey(key []byte) error {
+	if len(key) == 0 {
+		return ErrEmptyKey
+	}
+	if len(key) > db.opts.MaxKeySize {
+		return fmt.Errorf("%w: %d bytes > MaxKeySize %d", ErrKeyTooLarge, len(key), db.opts.MaxKeySize)
+	}
+	return nil
+}
+
+func (db *DB) checkValue(v []byte) error {
+	if len(v) > db.opts.MaxValueSize {
+		return fmt.Errorf("%w: %d bytes > MaxValueSize %d", ErrValueTooLarge, len(v), db.opts.MaxValueSize)
+	}
+	return nil
+}
+
+// Begin starts a read-write transaction. The caller must Commit or Rollback
+// it; a Txn is for one goroutine at a time.
+func (db *DB) Begin() (*Txn, error) {
+	if err := db.checkOpen(); err != nil {
+		return nil, err
+	}
+	if db.readOnly.Load() {
+		return nil, ErrReadOnly
+	}
+	tx := &Txn{db: db, st: db.mv.Begin()}
+	tx.r.Init(db.mv, tx.st.ID, tx.st.ID)
+	db.txMu.Lock()
+	db.txns[tx] = struct{}{}
+	db.txMu.Unlock()
+	if db.closed.Load() {
+		_ = tx.rollback(false)
+		return nil, ErrClosed
+	}
+	return tx, nil
+}
+
+// Update runs fn in a new transaction and commits it if fn returns nil;
+// otherwise, or if fn panics, it rolls back (and re-panics).
+func (db *DB) Update(fn func(*Txn) error) (err error) {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		done = true
+		_ = tx.Rollback()
+		return err
+	}
+	done = true
+	return tx.Commit()
+}
+
+// View runs fn on a new snapshot and closes it afterwards.
+func (db *DB) View(fn func(*Snapshot) error) error {
+	s, err := db.NewSnapshot()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(s)
+}
+
+// Get returns a copy of key's committed value (ErrNotFound if none). The
+// caller owns the returned slice.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	return db.GetAppend(nil, key)
+}
+
+// GetAppend appends key's committed value to dst and returns the result.
+func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
+	s, err := db.NewSnapshot()
+	if err != nil {
+		return dst, err
+	}
+	out, err := s.GetAppend(dst, key)
+	s.Close()
+	return out, err
+}
+
+// Put sets key to value in a one-operation transaction, retrying a conflict
+// a bounded number of times.
+func (db *DB) Put(key, value []byte) error {
+	return db.oneOp(key, value, false)
+}
+
+// Delete removes key in a one-operation transaction. Deleting a missing key
+// is not an error.
+func (db *DB) Delete(key []byte) error {
+	return db.oneOp(key, nil, true)
+}
+
+func (db *DB) oneOp(key, value []byte, del bool) error {
+	if err := db.checkKey(key); err != nil {
+		return err
+	}
+	if err := db.checkValue(value); err != nil {
+		return err
+	}
+	var err error
+	for attempt := 0; attempt < maxPutRetries; attempt++ {
+		var tx *Txn
+		tx, err = db.Begin()
+		if err != nil {
+			return err
+		}
+		err = tx.write(key, value, del)
+		if err == nil {
+			return tx.Commit()
+		}
+		_ = tx.Rollback()
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		runtime.Gosched()
+		if attempt > 4 {
+			time.Sleep(time.Duration(attempt) * 50 * time.Microsecond)
+		}
+	}
+	return err
+}
+
+// Sync makes every commit so far durable.
+func (db *DB) Sync() error {
+	return db.checkOpen()
+}
+
+// Checkpoint cuts the hot generation now and waits for its publish.
+func (db *DB) Checkpoint() error {
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	db.mv.Retire()
+	return nil
+}
+
+// Check verifies the database's structure (TESTING.md I5) and returns every
+// problem found, joined. It is exact on a quiescent database; under
+// concurrent writes it retries a transient mismatch a few times.
+func (db *DB) Check(ctx context.Context) error {
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err = db.tree.Check(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return err
+}
+
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discardHandler) WithGroup(string) slog.Handler           { return d }

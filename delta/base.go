@@ -1,0 +1,184 @@
+package delta
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// entryHeader is the fixed part of a slab entry:
+// key length u32, value length u32, txid u64, seq u32, flags u8.
+const entryHeader = 21
+
+// Base is an immutable consolidated page. Leaf entries are versions; inner
+// entries map a separator key to a child PID (8-byte little-endian value).
+type Base struct {
+	slab []byte
+	offs []uint32
+
+	// Low is the inclusive low fence (empty: minus infinity); High the
+	// exclusive high fence (nil: plus infinity).
+	Low, High []byte
+	// Sibling is the right sibling's PID (0: none).
+	Sibling uint64
+	// Level is 0 for leaves.
+	Level uint8
+	// Keys counts distinct keys.
+	Keys int
+}
+
+// Entry is one decoded slab entry. Its slices alias the base's slab, which
+// is immutable.
+type Entry struct {
+	Key, Value []byte
+	TxID       uint64
+	Seq        uint32
+	Flags      Flags
+}
+
+// Len returns the number of entries (versions).
+func (b *Base) Len() int { return len(b.offs) }
+
+// Bytes returns the slab size, for accounting.
+func (b *Base) Bytes() int { return len(b.slab) + 4*len(b.offs) + len(b.Low) + len(b.High) + 96 }
+
+// KeyAt returns the key of entry i.
+func (b *Base) KeyAt(i int) []byte {
+	o := b.offs[i]
+	kl := binary.LittleEndian.Uint32(b.slab[o:])
+	s := o + entryHeader
+	return b.slab[s : s+kl : s+kl]
+}
+
+// At decodes entry i.
+func (b *Base) At(i int) Entry {
+	o := b.offs[i]
+	h := b.slab[o : o+entryHeader]
+	kl := binary.LittleEndian.Uint32(h[0:])
+	vl := binary.LittleEndian.Uint32(h[4:])
+	s := o + entryHeader
+	return Entry{
+		Key:   b.slab[s : s+kl : s+kl],
+		Value: b.slab[s+kl : s+kl+vl : s+kl+vl],
+		TxID:  binary.LittleEndian.Uint64(h[8:]),
+		Seq:   binary.LittleEndian.Uint32(h[16:]),
+		Flags: Flags(h[20]),
+	}
+}
+
+// Search returns the index of the first entry whose key is >= key.
+func (b *Base) Search(key []byte) int {
+	lo, hi := 0, len(b.offs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(b.KeyAt(m), key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// Covers reports whether key lies in [Low, High).
+func (b *Base) Covers(key []byte) bool {
+	return bytes.Compare(key, b.Low) >= 0 && (b.High == nil || bytes.Compare(key, b.High) < 0)
+}
+
+// Child returns, for an inner page, the index and PID of the child whose
+// range holds key: the last entry whose separator is <= key.
+func (b *Base) Child(key []byte) (int, uint64) {
+	lo, hi := 0, len(b.offs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(b.KeyAt(m), key) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
+	if i < 0 {
+		i = 0
+	}
+	return i, b.ChildAt(i)
+}
+
+// ChildBelow returns, for an inner page, the child whose range holds the
+// keys just below key: the last entry whose separator is < key (the first
+// entry if none).
+func (b *Base) ChildBelow(key []byte) (int, uint64) {
+	i := b.Search(key) - 1
+	if i < 0 {
+		i = 0
+	}
+	return i, b.ChildAt(i)
+}
+
+// ChildAt returns the child PID of inner entry i.
+func (b *Base) ChildAt(i int) uint64 {
+	e := b.At(i)
+	return binary.LittleEndian.Uint64(e.Value)
+}
+
+// Builder assembles a Base. The zero value is ready to use.
+type Builder struct {
+	slab    []byte
+	offs    []uint32
+	keys    int
+	lastKey []byte
+}
+
+// Add appends an entry. Entries must come in key order, versions of one key
+// newest first.
+func (bd *Builder) Add(key, value []byte, txid uint64, seq uint32, flags Flags) {
+	if len(bd.offs) == 0 || !bytes.Equal(bd.lastKey, key) {
+		bd.keys++
+	}
+	off := uint32(len(bd.slab))
+	var h [entryHeader]byte
+	binary.LittleEndian.PutUint32(h[0:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(value)))
+	binary.LittleEndian.PutUint64(h[8:], txid)
+	binary.LittleEndian.PutUint32(h[16:], seq)
+	h[20] = byte(flags)
+	bd.slab = append(bd.slab, h[:]...)
+	bd.slab = append(bd.slab, key...)
+	bd.slab = append(bd.slab, value...)
+	bd.offs = append(bd.offs, off)
+	s := off + entryHeader
+	bd.lastKey = bd.slab[s : s+uint32(len(key))]
+}
+
+// AddChild appends an inner entry mapping separator to child.
+func (bd *Builder) AddChild(sep []byte, child uint64) {
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], child)
+	bd.Add(sep, v[:], 0, 0, 0)
+}
+
+// Keys returns the number of distinct keys added so far.
+func (bd *Builder) Keys() int { return bd.keys }
+
+// Finish returns the built page. low and high are copied. The builder must
+// not be used afterwards.
+func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {
+	b := &Base{
+		slab:    bd.slab,
+		offs:    bd.offs,
+		Low:     clone(low),
+		Sibling: sibling,
+		Level:   level,
+		Keys:    bd.keys,
+	}
+	if high != nil {
+		b.High = clone(high)
+	}
+	*bd = Builder{}
+	return b
+}
+
+func clone(b []byte) []byte {
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
+}

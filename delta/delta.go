@@ -1,0 +1,48 @@
+package delta
+
+// Flags qualify a version.
+type Flags uint8
+
+const (
+	// Tombstone marks a delete: the key has no value in this version.
+	Tombstone Flags = 1 << iota
+	// CLR marks a compensation installed by a rollback. Its Value (or
+	// Tombstone) is the restored old value, kept for logging and recovery;
+	// readers skip it together with every version of the same txn and key.
+	CLR
+)
+
+// Delta is one version prepended to a leaf page's chain. Immutable once
+// published.
+type Delta struct {
+	// Key and Value share one allocation owned by the delta.
+	Key, Value []byte
+	TxID       uint64
+	Seq        uint32
+	Flags      Flags
+	// Next is the next-older delta of the same page (nil: the base).
+	Next *Delta
+
+	// Frame identity, assigned under the page lock (DESIGN §5): logical
+	// address, the LSN of the record that produced it and its generation.
+	Addr uint64
+	LSN  uint64
+	Gen  uint64
+}
+
+// New returns a delta holding private copies of key and value.
+func New(key, value []byte, txid uint64, seq uint32, flags Flags) *Delta {
+	buf := make([]byte, len(key)+len(value))
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	return &Delta{
+		Key:   buf[:len(key):len(key)],
+		Value: buf[len(key):],
+		TxID:  txid,
+		Seq:   seq,
+		Flags: flags,
+	}
+}
+
+// Size is the delta's in-memory footprint in bytes, for accounting.
+func (d *Delta) Size() int { return len(d.Key) + len(d.Value) + 96 }

@@ -1,0 +1,37 @@
+// Package bwkv is an embedded, transactional key-value engine.
+//
+// Its index is a Bw-tree: a mapping table routes page IDs to delta chains,
+// writers prepend small delta records instead of rewriting pages, and
+// readers never block on writers. Transactions have snapshot isolation with
+// first-writer-wins conflicts.
+//
+// # Use
+//
+//	db, err := bwkv.Open(dir, nil)
+//	...
+//	err = db.Update(func(tx *bwkv.Txn) error { return tx.Put(k, v) })
+//	v, err := db.Get(k)
+//
+// # Memory ownership
+//
+// Get returns a slice the caller owns. GetAppend appends into the caller's
+// buffer (allocation-free when it has room). Iter.Key and Iter.Value are
+// valid until the next positioning call on that iterator. Nothing bwkv
+// hands out aliases memory it later mutates or reuses, and bwkv keeps no
+// reference to the key and value slices passed to Put.
+//
+// # Concurrency
+//
+// A DB and a Snapshot are safe for concurrent use. A Txn and an Iter are for
+// one goroutine at a time.
+//
+// # Caveats
+//
+//   - Snapshots are pooled so that NewSnapshot and Close allocate nothing:
+//     never use a Snapshot after closing it, and close it exactly once.
+//   - Write skew is possible: snapshot isolation does not serialize two
+//     transactions that read overlapping data and write disjoint keys.
+//   - A transaction's iterator works a leaf at a time; writes the
+//     transaction makes while iterating may or may not show up in leaves
+//     the iterator already loaded.
+package bwkv

@@ -1,0 +1,57 @@
+package bwkv
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Match them with errors.Is: errors returned by bwkv wrap
+// them with context.
+var (
+	// ErrNotFound: the key has no visible value.
+	ErrNotFound = errors.New("bwkv: not found")
+	// ErrConflict: another transaction holds the key or committed it after
+	// this transaction began (first writer wins). The transaction is doomed:
+	// every later call, Commit included, returns ErrConflict and nothing of
+	// it is applied.
+	ErrConflict = errors.New("bwkv: write conflict")
+	// ErrTxnDone: the transaction was already committed or rolled back.
+	ErrTxnDone = errors.New("bwkv: transaction done")
+	// ErrTxnTooOld: the engine aborted the transaction because it pinned
+	// the log more than Options.MaxTxnLag bytes behind the head.
+	ErrTxnTooOld = errors.New("bwkv: transaction too old")
+	// ErrClosed: the DB, snapshot, transaction or iterator is closed.
+	ErrClosed = errors.New("bwkv: closed")
+	// ErrEmptyKey: keys must be at least one byte long.
+	ErrEmptyKey = errors.New("bwkv: empty key")
+	// ErrKeyTooLarge: the key exceeds Options.MaxKeySize.
+	ErrKeyTooLarge = errors.New("bwkv: key too large")
+	// ErrValueTooLarge: the value exceeds Options.MaxValueSize.
+	ErrValueTooLarge = errors.New("bwkv: value too large")
+	// ErrLocked: the directory is held by another process or handle.
+	ErrLocked = errors.New("bwkv: directory locked")
+	// ErrCorruption: bytes on disk are not what bwkv wrote. The error is a
+	// *CorruptionError naming the file, offset and problem.
+	ErrCorruption = errors.New("bwkv: corruption")
+	// ErrVersion: the files were written by a newer format version.
+	ErrVersion = errors.New("bwkv: unsupported format version")
+	// ErrReadOnly: the DB was opened read-only, or an unrecoverable I/O
+	// error (a failed log fsync) degraded it until it is reopened.
+	ErrReadOnly = errors.New("bwkv: read-only")
+)
+
+// CorruptionError reports bytes on disk that fail validation. It matches
+// ErrCorruption with errors.Is.
+type CorruptionError struct {
+	File   string
+	Offset int64
+	Reason string
+}
+
+// Error implements error.
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("bwkv: corruption in %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorruption) true.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorruption }

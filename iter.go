@@ -1,0 +1,251 @@
+package bwkv
+
+import (
+	"bytes"
+
+	"github.com/bwkv/bwkv/node"
+)
+
+// IterOptions bound an iterator to [LowerBound, UpperBound); nil means
+// unbounded. The iterator copies the bounds.
+type IterOptions struct {
+	LowerBound, UpperBound []byte
+}
+
+// Iter iterates a snapshot's or transaction's view in key order, in both
+// directions. It works a leaf at a time: positioning on a leaf copies that
+// leaf's visible entries into the iterator's own buffer, so Key and Value
+// never alias engine memory. Key and Value are valid until the next
+// positioning call. An Iter is for one goroutine.
+type Iter struct {
+	db     *DB
+	vis    node.Visibility
+	lo, hi []byte
+	owner  func() error // the snapshot's or txn's liveness check
+
+	// The current leaf's visible entries within bounds.
+	arena []byte
+	ents  []iterEntry
+	pos   int
+	// Fences of the leaf the entries came from (copies).
+	pageLow, pageHigh []byte
+	pageHasHigh       bool
+
+	valid  bool
+	err    error
+	closed bool
+}
+
+type iterEntry struct {
+	k0, k1, v1 int // key = arena[k0:k1], value = arena[k1:v1]
+}
+
+func newIter(db *DB, vis node.Visibility, o *IterOptions, owner func() error) *Iter {
+	it := &Iter{db: db, vis: vis, owner: owner}
+	if o != nil {
+		if o.LowerBound != nil {
+			it.lo = bytes.Clone(o.LowerBound)
+		}
+		if o.UpperBound != nil {
+			it.hi = bytes.Clone(o.UpperBound)
+		}
+	}
+	return it
+}
+
+func (it *Iter) ok() bool {
+	if it.closed {
+		it.err = ErrClosed
+	} else if err := it.owner(); err != nil {
+		it.err = err
+	}
+	if it.err != nil {
+		it.valid = false
+		return false
+	}
+	return true
+}
+
+// load materializes the visible entries of leaf p within [from, to) and
+// the iterator's bounds.
+func (it *Iter) load(p *node.Page, from, to []byte) {
+	b := p.Base
+	lo := from
+	if it.lo != nil && (lo == nil || bytes.Compare(it.lo, lo) > 0) {
+		lo = it.lo
+	}
+	if len(b.Low) > 0 && (lo == nil || bytes.Compare(b.Low, lo) > 0) {
+		lo = b.Low
+	}
+	hi := to
+	if it.hi != nil && (hi == nil || bytes.Compare(it.hi, hi) < 0) {
+		hi = it.hi
+	}
+	if b.High != nil && (hi == nil || bytes.Compare(b.High, hi) < 0) {
+		hi = b.High
+	}
+	it.arena = it.arena[:0]
+	it.ents = it.ents[:0]
+	it.pageLow = append(it.pageLow[:0], b.Low...)
+	it.pageHasHigh = b.High != nil
+	it.pageHigh = append(it.pageHigh[:0], b.High...)
+	p.Visible(lo, hi, it.vis, func(k, v []byte) {
+		k0 := len(it.arena)
+		it.arena = append(it.arena, k...)
+		k1 := len(it.arena)
+		it.arena = append(it.arena, v...)
+		it.ents = append(it.ents, iterEntry{k0, k1, len(it.arena)})
+	})
+}
+
+// seekGE positions at the first visible key >= key (key nil: the start).
+func (it *Iter) seekGE(key []byte) bool {
+	for {
+		if it.hi != nil && key != nil && bytes.Compare(key, it.hi) >= 0 {
+			return it.invalidate()
+		}
+		k := key
+		if k == nil {
+			k = []byte{}
+		}
+		p := it.db.tree.Leaf(k)
+		it.load(p, key, nil)
+		if len(it.ents) > 0 {
+			it.pos = 0
+			it.valid = true
+			return true
+		}
+		if !it.pageHasHigh {
+			return it.invalidate()
+		}
+		key = append([]byte(nil), it.pageHigh...)
+	}
+}
+
+// seekLT positions at the last visible key < key (key nil: the end).
+func (it *Iter) seekLT(key []byte) bool {
+	for {
+		if it.lo != nil && key != nil && bytes.Compare(key, it.lo) <= 0 {
+			return it.invalidate()
+		}
+		p := it.db.tree.LeafBelow(key)
+		it.load(p, nil, key)
+		if len(it.ents) > 0 {
+			it.pos = len(it.ents) - 1
+			it.valid = true
+			return true
+		}
+		if len(it.pageLow) == 0 {
+			return it.invalidate()
+		}
+		key = append([]byte(nil), it.pageLow...)
+	}
+}
+
+func (it *Iter) invalidate() bool {
+	it.valid = false
+	return false
+}
+
+// First positions at the first key in bounds.
+func (it *Iter) First() bool {
+	if !it.ok() {
+		return false
+	}
+	return it.seekGE(it.lo)
+}
+
+// Last positions at the last key in bounds.
+func (it *Iter) Last() bool {
+	if !it.ok() {
+		return false
+	}
+	return it.seekLT(it.hi)
+}
+
+// SeekGE positions at the first key >= k in bounds.
+func (it *Iter) SeekGE(k []byte) bool {
+	if !it.ok() {
+		return false
+	}
+	if it.lo != nil && bytes.Compare(k, it.lo) < 0 {
+		k = it.lo
+	}
+	return it.seekGE(bytes.Clone(k))
+}
+
+// SeekLT positions at the last key < k in bounds.
+func (it *Iter) SeekLT(k []byte) bool {
+	if !it.ok() {
+		return false
+	}
+	if it.hi != nil && bytes.Compare(k, it.hi) > 0 {
+		k = it.hi
+	}
+	return it.seekLT(bytes.Clone(k))
+}
+
+// Next moves to the next key.
+func (it *Iter) Next() bool {
+	if !it.ok() || !it.valid {
+		return false
+	}
+	it.pos++
+	if it.pos < len(it.ents) {
+		return true
+	}
+	if !it.pageHasHigh {
+		return it.invalidate()
+	}
+	return it.seekGE(append([]byte(nil), it.pageHigh...))
+}
+
+// Prev moves to the previous key.
+func (it *Iter) Prev() bool {
+	if !it.ok() || !it.valid {
+		return false
+	}
+	it.pos--
+	if it.pos >= 0 {
+		return true
+	}
+	if len(it.pageLow) == 0 {
+		return it.invalidate()
+	}
+	return it.seekLT(append([]byte(nil), it.pageLow...))
+}
+
+// Valid reports whether the iterator is positioned at a key.
+func (it *Iter) Valid() bool { return it.valid }
+
+// Key returns the current key, valid until the next positioning call.
+func (it *Iter) Key() []byte {
+	if !it.valid {
+		return nil
+	}
+	e := it.ents[it.pos]
+	return it.arena[e.k0:e.k1:e.k1]
+}
+
+// Value returns the current value, valid until the next positioning call.
+func (it *Iter) Value() []byte {
+	if !it.valid {
+		return nil
+	}
+	e := it.ents[it.pos]
+	return it.arena[e.k1:e.v1:e.v1]
+}
+
+// Error returns the error that stopped the iterator, if any.
+func (it *Iter) Error() error { return it.err }
+
+// Close releases the iterator. Closing twice returns ErrClosed.
+func (it *Iter) Close() error {
+	if it.closed {
+		return ErrClosed
+	}
+	it.closed = true
+	it.valid = false
+	it.arena, it.ents = nil, nil
+	return nil
+}

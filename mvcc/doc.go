@@ -1,0 +1,31 @@
+// Package mvcc holds bwkv's timestamps, transaction status, visibility
+// rule, snapshot registry and watermark (DESIGN §4).
+//
+// Internal to bwkv; no API stability promise.
+//
+// One atomic oracle ts serves txids (= start_ts of a txn), snapshot start
+// timestamps (ts.Load()) and commit timestamps (ts.Add(1), drawn and
+// published in one step under the txn's status lock).
+//
+// Visibility: a version by T is visible to reader R iff T = R, or T is
+// retired (T < Low: committed before every live reader began, or aborted
+// and masked by its CLRs, which every live reader's page loads include), or
+// T committed with commit_ts <= R.start. A reader that meets a committing
+// txn takes that txn's status lock, so it waits only for the draw-and-publish
+// step, never for an fsync: if the draw has not happened yet it will happen
+// after R sampled its start, so commit_ts > R.start (INV-T1).
+//
+// Retirement runs in txid order from the head of the begin queue. A
+// committed txn retires when commit_ts < W; an aborted one when its
+// compensations are installed, its end record is durable and the timestamp
+// drawn after the last compensation is < W. W = min(ts at the scan's start,
+// every registered start). A registrant stores a lower bound of its start
+// (ts.Load()) in its slot before it samples its start, so a scan that misses
+// the slot began before the sample, and W <= the scan's first ts <= start.
+//
+// The registry is sharded: slots are padded to cache lines and claimed by
+// CAS at a random shard, so NewSnapshot/Close are O(1), allocation-free and
+// contention-free across cores; the watermark scan touches every slot but
+// runs off the hot path (amortized over many commits and in the
+// background).
+package mvcc

@@ -1,0 +1,286 @@
+package mvcc
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/puzpuzpuz/xsync/v3"
+)
+
+// State is a transaction's status.
+type State uint32
+
+// Transaction states.
+const (
+	Active State = iota
+	Committing
+	Committed
+	Aborted
+	// InDoubt: the commit record's fsync failed. Invisible until reopen.
+	InDoubt
+)
+
+// Txn is a transaction's status record, shared by the owner and every
+// reader that meets one of its versions.
+type Txn struct {
+	// ID is the txid and start timestamp.
+	ID uint64
+	// Began is the wall-clock start, for Stats' oldest-txn age.
+	Began time.Time
+
+	mu       sync.Mutex // held across the commit_ts draw-and-publish step
+	state    atomic.Uint32
+	commitTS atomic.Uint64
+	// doneTS is drawn after an aborted txn's last compensation; the txn
+	// retires once the watermark passes it. 0: not finished.
+	doneTS atomic.Uint64
+
+	// Reg is the txn's registry slot (its start timestamp).
+	Reg Reg
+}
+
+// State returns the txn's current state.
+func (t *Txn) State() State { return State(t.state.Load()) }
+
+// CommitTS returns the commit timestamp (0 unless committed).
+func (t *Txn) CommitTS() uint64 { return t.commitTS.Load() }
+
+// Manager owns the oracle, the status table, the registry and retirement.
+// All methods are safe for concurrent use.
+type Manager struct {
+	ts  atomic.Uint64
+	low atomic.Uint64 // lowest unretired txid: every txid below is retired
+
+	status *xsync.MapOf[uint64, *Txn]
+	reg    *Registry
+
+	qmu   sync.Mutex // guards queue; Begin draws the txid under it
+	queue []*Txn     // unretired txns in txid order; qhead indexes the first
+	qhead int
+
+	retireMu sync.Mutex // one retirement pass at a time (TryLock)
+}
+
+// NewManager returns a manager whose oracle starts at oracle; every txid
+// below oracle+1 counts as retired (after recovery nothing older is live).
+func NewManager(oracle uint64) *Manager {
+	m := &Manager{
+		status: xsync.NewMapOf[uint64, *Txn](),
+		reg:    NewRegistry(),
+	}
+	m.ts.Store(oracle)
+	m.low.Store(oracle + 1)
+	return m
+}
+
+// Now returns the oracle's current value (a snapshot's start timestamp).
+func (m *Manager) Now() uint64 { return m.ts.Load() }
+
+// Low returns the lowest unretired txid.
+func (m *Manager) Low() uint64 { return m.low.Load() }
+
+// Registry returns the snapshot registry.
+func (m *Manager) Registry() *Registry { return m.reg }
+
+// AdvanceTo raises the oracle to at least v (recovery).
+func (m *Manager) AdvanceTo(v uint64) {
+	for {
+		cur := m.ts.Load()
+		if cur >= v || m.ts.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// Begin registers and returns a new active txn.
+func (m *Manager) Begin() *Txn {
+	t := &Txn{Began: time.Now()}
+	m.reg.Register(&t.Reg, m.ts.Load())
+	m.qmu.Lock()
+	t.ID = m.ts.Add(1)
+	m.status.Store(t.ID, t)
+	m.queue = append(m.queue, t)
+	m.qmu.Unlock()
+	return t
+}
+
+// Lookup returns the status record of an unretired txn.
+func (m *Manager) Lookup(id uint64) (*Txn, bool) { return m.status.Load(id) }
+
+// SetCommitting marks t as committing (its commit record is being logged).
+func (m *Manager) SetCommitting(t *Txn) { t.state.Store(uint32(Committing)) }
+
+// Commit draws commit_ts and publishes committed in one step under t's
+// status lock, then releases t's registration.
+func (m *Manager) Commit(t *Txn) uint64 {
+	t.mu.Lock()
+	c := m.ts.Add(1)
+	t.commitTS.Store(c)
+	t.state.Store(uint32(Committed))
+	t.mu.Unlock()
+	m.reg.Unregister(&t.Reg)
+	return c
+}
+
+// SetInDoubt marks a txn whose commit record's fsync failed.
+func (m *Manager) SetInDoubt(t *Txn) {
+	t.mu.Lock()
+	t.state.Store(uint32(InDoubt))
+	t.mu.Unlock()
+	m.reg.Unregister(&t.Reg)
+}
+
+// SetAborted marks t aborted: from now on its versions are invisible and
+// ignored by conflict checks. Call before installing compensations.
+func (m *Manager) SetAborted(t *Txn) { t.state.Store(uint32(Aborted)) }
+
+// FinishAbort records that every compensation of t is installed and its end
+// record is durable, and releases its registration.
+func (m *Manager) FinishAbort(t *Txn) {
+	t.doneTS.Store(m.ts.Add(1))
+	m.reg.Unregister(&t.Reg)
+}
+
+// visible is the visibility rule for a reader with txid me (0: none) and
+// start timestamp start.
+func (m *Manager) visible(id, me, start uint64) bool {
+	if id == me || id < m.low.Load() {
+		return true
+	}
+	t, ok := m.status.Load(id)
+	if !ok {
+		return true // retired since we loaded low
+	}
+	switch State(t.state.Load()) {
+	case Committed:
+		return t.commitTS.Load() <= start
+	case Committing:
+		t.mu.Lock()
+		st, c := State(t.state.Load()), t.commitTS.Load()
+		t.mu.Unlock()
+		return st == Committed && c <= start
+	default:
+		return false
+	}
+}
+
+// WriteCheck classifies the newest remaining version (written by id) of a
+// key that txn me (started at start) wants to write: skip means the version
+// belongs to an aborted txn and the caller looks at the next older one;
+// conflict means first-writer-wins refuses the write.
+func (m *Manager) WriteCheck(id, me, start uint64) (skip, conflict bool) {
+	if id == me || id < m.low.Load() {
+		return false, false
+	}
+	t, ok := m.status.Load(id)
+	if !ok {
+		return false, false
+	}
+	switch State(t.state.Load()) {
+	case Aborted:
+		return true, false
+	case Committed:
+		return false, t.commitTS.Load() > start
+	default: // active, committing, in doubt
+		return false, true
+	}
+}
+
+// QueueLen returns the number of unretired txns.
+func (m *Manager) QueueLen() int {
+	m.qmu.Lock()
+	defer m.qmu.Unlock()
+	return len(m.queue) - m.qhead
+}
+
+// Retire retires txns from the head of the queue while they qualify and
+// returns how many it retired. It never blocks: a concurrent pass wins.
+func (m *Manager) Retire() int {
+	if !m.retireMu.TryLock() {
+		return 0
+	}
+	defer m.retireMu.Unlock()
+	t0 := m.ts.Load()
+	w := m.reg.Min(t0)
+	n := 0
+	for {
+		m.qmu.Lock()
+		if m.qhead == len(m.queue) {
+			m.qmu.Unlock()
+			break
+		}
+		t := m.queue[m.qhead]
+		m.qmu.Unlock()
+		if !retirable(t, w) {
+			break
+		}
+		m.qmu.Lock()
+		m.queue[m.qhead] = nil
+		m.qhead++
+		next := t.ID + 1
+		if m.qhead < len(m.queue) {
+			next = m.queue[m.qhead].ID
+		} else {
+			m.queue = m.queue[:0]
+			m.qhead = 0
+		}
+		if m.qhead > 1024 && 2*m.qhead > len(m.queue) {
+			k := copy(m.queue, m.queue[m.qhead:])
+			clear(m.queue[k:])
+			m.queue = m.queue[:k]
+			m.qhead = 0
+		}
+		// low moves before the status entry goes, so a reader that misses
+		// the entry treats the txn as retired.
+		if next > m.low.Load() {
+			m.low.Store(next)
+		}
+		m.qmu.Unlock()
+		m.status.Delete(t.ID)
+		n++
+	}
+	return n
+}
+
+func retirable(t *Txn, w uint64) bool {
+	switch State(t.state.Load()) {
+	case Committed:
+		return t.commitTS.Load() < w
+	case Aborted:
+		d := t.doneTS.Load()
+		return d != 0 && d < w
+	default:
+		return false
+	}
+}
+
+// Oldest returns the start time of the oldest unretired active txn (zero if
+// none).
+func (m *Manager) Oldest() time.Time {
+	m.qmu.Lock()
+	defer m.qmu.Unlock()
+	for _, t := range m.queue[m.qhead:] {
+		if s := t.State(); s == Active || s == Committing {
+			return t.Began
+		}
+	}
+	return time.Time{}
+}
+
+// Reader is a visibility view for one snapshot or txn. It implements
+// node.Visibility. The zero value is unusable; Init it.
+type Reader struct {
+	m     *Manager
+	me    uint64
+	start uint64
+}
+
+// Init sets the reader's manager, own txid (0 for a snapshot) and start.
+func (r *Reader) Init(m *Manager, me, start uint64) { r.m, r.me, r.start = m, me, start }
+
+// Start returns the reader's start timestamp.
+func (r *Reader) Start() uint64 { return r.start }
+
+// Visible implements node.Visibility.
+func (r *Reader) Visible(id uint64) bool { return r.m.visible(id, r.me, r.start) }

@@ -1,0 +1,22 @@
+// Package node implements one Bw-tree page: search in its base and delta
+// chain under a visibility rule, consolidation into a new base, and the
+// splitting and merging of page contents.
+//
+// Internal to bwkv; no API stability promise.
+//
+// A Page value is an immutable published state: a base plus a newest-first
+// chain. Writers publish a new Page per change; readers use whatever state
+// they loaded, which is consistent because nothing in it is ever mutated.
+//
+// Visibility is supplied by the caller (package mvcc decides it), so node
+// knows nothing of transactions beyond txids and two rules it enforces
+// itself: versions of one key are ordered newest first, and a CLR of txn T
+// hides every version of T for that key (the rollback compensated them).
+//
+// Retention (consolidation): versions of txids >= the lowest unretired txid
+// are all kept; among older (retired) versions, a txn masked by its CLR is
+// dropped with the CLR, the newest remaining one is kept unless it is a
+// tombstone, and everything older is dropped. Every live reader started
+// after every retired commit, so the newest retired version is the one each
+// of them sees when no unretired version is visible to it (DESIGN §4).
+package node

@@ -1,0 +1,188 @@
+package node
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/bwkv/bwkv/delta"
+)
+
+// ver is one version during consolidation or materialization.
+type ver struct {
+	key, val []byte
+	txid     uint64
+	seq      uint32
+	flags    delta.Flags
+}
+
+// chainSorted returns the chain's deltas ordered by key, each key's versions
+// newest first (a stable sort of the newest-first chain).
+func (p *Page) chainSorted(buf []ver) []ver {
+	buf = buf[:0]
+	for d := p.Head; d != nil; d = d.Next {
+		buf = append(buf, ver{d.Key, d.Value, d.TxID, d.Seq, d.Flags})
+	}
+	slices.SortStableFunc(buf, func(a, b ver) int { return bytes.Compare(a.key, b.key) })
+	return buf
+}
+
+// mergedRun walks the page's versions in key order (chain versions of a key
+// before its base versions) and calls fn once per key with that key's
+// versions newest first. Keys outside [lo, hi) are skipped (nil: unbounded).
+func (p *Page) mergedRun(lo, hi []byte, scratch []ver, fn func(key []byte, vs []ver)) {
+	chain := p.chainSorted(scratch)
+	b := p.Base
+	bi := 0
+	if lo != nil {
+		bi = b.Search(lo)
+	}
+	ci := 0
+	var run []ver
+	for {
+		var key []byte
+		haveC := ci < len(chain)
+		haveB := bi < b.Len()
+		switch {
+		case haveC && haveB:
+			bk := b.KeyAt(bi)
+			if bytes.Compare(chain[ci].key, bk) <= 0 {
+				key = chain[ci].key
+			} else {
+				key = bk
+			}
+		case haveC:
+			key = chain[ci].key
+		case haveB:
+			key = b.KeyAt(bi)
+		default:
+			return
+		}
+		if hi != nil && bytes.Compare(key, hi) >= 0 {
+			// Everything from here on is at or past hi; chain entries
+			// below lo were skipped below, so only hi ends the walk.
+			return
+		}
+		run = run[:0]
+		for ci < len(chain) && bytes.Equal(chain[ci].key, key) {
+			run = append(run, chain[ci])
+			ci++
+		}
+		for bi < b.Len() {
+			e := b.At(bi)
+			if !bytes.Equal(e.Key, key) {
+				break
+			}
+			run = append(run, ver{e.Key, e.Value, e.TxID, e.Seq, e.Flags})
+			bi++
+		}
+		if lo != nil && bytes.Compare(key, lo) < 0 {
+			continue
+		}
+		fn(key, run)
+	}
+}
+
+// Visible calls fn, in key order, for each key in [lo, hi) whose newest
+// visible version under vis is not a tombstone. Slices passed to fn alias
+// immutable page memory.
+func (p *Page) Visible(lo, hi []byte, vis Visibility, fn func(key, val []byte)) {
+	var scratch [32]ver
+	var mask maskSet
+	p.mergedRun(lo, hi, scratch[:0], func(key []byte, vs []ver) {
+		mask.reset()
+		for _, v := range vs {
+			if v.flags&delta.CLR != 0 {
+				mask.add(v.txid)
+				continue
+			}
+			if mask.has(v.txid) || !vis.Visible(v.txid) {
+				continue
+			}
+			if v.flags&delta.Tombstone == 0 {
+				fn(key, v.val)
+			}
+			return
+		}
+	})
+}
+
+// retain applies the retention rule (see the package doc) to one key's
+// versions, newest first, appending the kept ones to out.
+func retain(vs []ver, lowUnretired uint64, mask *maskSet, out []ver) []ver {
+	mask.reset()
+	retiredKept := false
+	for _, v := range vs {
+		if v.txid >= lowUnretired {
+			out = append(out, v)
+			continue
+		}
+		if v.flags&delta.CLR != 0 {
+			mask.add(v.txid)
+			continue
+		}
+		if mask.has(v.txid) || retiredKept {
+			continue
+		}
+		retiredKept = true
+		if v.flags&delta.Tombstone == 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Contents is the retained version list of one or more pages, in key order.
+type Contents struct {
+	vers []ver
+	// keyStart holds the index in vers where each distinct key begins.
+	keyStart []int
+}
+
+// Keys returns the number of distinct keys.
+func (c *Contents) Keys() int { return len(c.keyStart) }
+
+// Collect gathers p's versions after the retention rule.
+func (p *Page) Collect(lowUnretired uint64) *Contents {
+	c := &Contents{}
+	c.appendPage(p, lowUnretired)
+	return c
+}
+
+func (c *Contents) appendPage(p *Page, lowUnretired uint64) {
+	var mask maskSet
+	p.mergedRun(nil, nil, nil, func(key []byte, vs []ver) {
+		n := len(c.vers)
+		c.vers = retain(vs, lowUnretired, &mask, c.vers)
+		if len(c.vers) > n {
+			c.keyStart = append(c.keyStart, n)
+		}
+	})
+}
+
+// Append adds the retained versions of p, whose keys all sort after the
+// keys already collected (a merge of a right sibling).
+func (c *Contents) Append(p *Page, lowUnretired uint64) { c.appendPage(p, lowUnretired) }
+
+// SplitKey returns the first key of the right half when the contents are
+// cut in two halves of distinct keys.
+func (c *Contents) SplitKey() (idx int, key []byte) {
+	k := len(c.keyStart) / 2
+	i := c.keyStart[k]
+	return k, c.vers[i].key
+}
+
+// Build returns a base holding distinct keys [from, to) of the contents.
+func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.Base {
+	var bd delta.Builder
+	if from < to {
+		s := c.keyStart[from]
+		e := len(c.vers)
+		if to < len(c.keyStart) {
+			e = c.keyStart[to]
+		}
+		for _, v := range c.vers[s:e] {
+			bd.Add(v.key, v.val, v.txid, v.seq, v.flags)
+		}
+	}
+	return bd.Finish(low, high, sibling, 0)
+}

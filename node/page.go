@@ -1,0 +1,158 @@
+package node
+
+import (
+	"bytes"
+
+	"github.com/bwkv/bwkv/delta"
+)
+
+// Page is one published page state. Immutable.
+type Page struct {
+	Base *delta.Base
+	// Head is the newest delta (nil: none).
+	Head *delta.Delta
+	// Len is the chain length.
+	Len int
+	// Removed marks a page merged away: its PID no longer routes keys and a
+	// traversal that meets it restarts from the root.
+	Removed bool
+}
+
+// Visibility decides whether a version written by txid is visible to the
+// reader. Implementations must be safe for concurrent use.
+type Visibility interface {
+	Visible(txid uint64) bool
+}
+
+// Covers reports whether the page routes key (it is live and key lies in
+// its fences).
+func (p *Page) Covers(key []byte) bool {
+	return !p.Removed && p.Base.Covers(key)
+}
+
+// Prepend returns a new state with d as the newest delta.
+func (p *Page) Prepend(d *delta.Delta) *Page {
+	d.Next = p.Head
+	return &Page{Base: p.Base, Head: d, Len: p.Len + 1}
+}
+
+// maskSet is a tiny set of txids whose versions a CLR hides, for one key.
+type maskSet struct {
+	inline [4]uint64
+	n      int
+	more   []uint64
+}
+
+func (m *maskSet) add(t uint64) {
+	if m.n < len(m.inline) {
+		m.inline[m.n] = t
+		m.n++
+		return
+	}
+	m.more = append(m.more, t)
+}
+
+func (m *maskSet) has(t uint64) bool {
+	for i := 0; i < m.n; i++ {
+		if m.inline[i] == t {
+			return true
+		}
+	}
+	for _, x := range m.more {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *maskSet) reset() { m.n = 0; m.more = m.more[:0] }
+
+// Get returns the value of the newest version of key visible under vis.
+// found is false when no version is visible or the visible one is a
+// tombstone. The returned slice aliases immutable page memory: copy it
+// before handing it out.
+func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
+	var mask maskSet
+	for d := p.Head; d != nil; d = d.Next {
+		if !bytes.Equal(d.Key, key) {
+			continue
+		}
+		if d.Flags&delta.CLR != 0 {
+			mask.add(d.TxID)
+			continue
+		}
+		if mask.n > 0 && mask.has(d.TxID) {
+			continue
+		}
+		if !vis.Visible(d.TxID) {
+			continue
+		}
+		return d.Value, d.Flags&delta.Tombstone == 0
+	}
+	b := p.Base
+	for i := b.Search(key); i < b.Len(); i++ {
+		e := b.At(i)
+		if !bytes.Equal(e.Key, key) {
+			break
+		}
+		if e.Flags&delta.CLR != 0 {
+			mask.add(e.TxID)
+			continue
+		}
+		if mask.n > 0 && mask.has(e.TxID) {
+			continue
+		}
+		if !vis.Visible(e.TxID) {
+			continue
+		}
+		return e.Value, e.Flags&delta.Tombstone == 0
+	}
+	return nil, false
+}
+
+// Version is one version of a key as seen by Versions.
+type Version struct {
+	TxID  uint64
+	Seq   uint32
+	Flags delta.Flags
+	Value []byte
+}
+
+// Versions calls fn for every version of key, newest first, skipping CLRs
+// and the versions they mask, until fn returns false.
+func (p *Page) Versions(key []byte, fn func(v Version) bool) {
+	var mask maskSet
+	for d := p.Head; d != nil; d = d.Next {
+		if !bytes.Equal(d.Key, key) {
+			continue
+		}
+		if d.Flags&delta.CLR != 0 {
+			mask.add(d.TxID)
+			continue
+		}
+		if mask.has(d.TxID) {
+			continue
+		}
+		if !fn(Version{d.TxID, d.Seq, d.Flags, d.Value}) {
+			return
+		}
+	}
+	b := p.Base
+	for i := b.Search(key); i < b.Len(); i++ {
+		e := b.At(i)
+		if !bytes.Equal(e.Key, key) {
+			return
+		}
+		if e.Flags&delta.CLR != 0 {
+			mask.add(e.TxID)
+			continue
+		}
+		if mask.has(e.TxID) {
+			continue
+		}
+		if !fn(Version{e.TxID, e.Seq, e.Flags, e.Value}) {
+			return
+		}
+	}
+}

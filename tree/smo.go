@@ -1,0 +1,155 @@
+package tree
+
+import (
+	"bytes"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+)
+
+// innerEntries copies an inner page's entries with (sep, child) inserted at
+// index at (at < 0: nothing inserted) and index skip removed (-1: none).
+func innerEntries(b *delta.Base, at int, sep []byte, child uint64, skip int) ([][]byte, []uint64) {
+	keys := make([][]byte, 0, b.Len()+1)
+	kids := make([]uint64, 0, b.Len()+1)
+	for i := 0; i <= b.Len(); i++ {
+		if i == at {
+			keys = append(keys, sep)
+			kids = append(kids, child)
+		}
+		if i == b.Len() {
+			break
+		}
+		if i == skip {
+			continue
+		}
+		keys = append(keys, b.KeyAt(i))
+		kids = append(kids, b.ChildAt(i))
+	}
+	return keys, kids
+}
+
+func buildInner(keys [][]byte, kids []uint64, low, high []byte, sibling uint64, level uint8) *delta.Base {
+	var bd delta.Builder
+	for i := range keys {
+		bd.AddChild(keys[i], kids[i])
+	}
+	return bd.Finish(low, high, sibling, level)
+}
+
+// post inserts a split's separator into the page one level up, splitting
+// that page in turn when it overflows. It holds one lock at a time.
+func (t *Tree) post(sp *split) {
+	for sp != nil {
+		sp = t.postOnce(sp)
+	}
+}
+
+func (t *Tree) postOnce(sp *split) *split {
+	for {
+		pid, _ := t.find(sp.sep, sp.level)
+		if pid == 0 {
+			// The tree has no page at this level: only possible if the
+			// split page was the root, which splits in place. Nothing to do.
+			return nil
+		}
+		slot := t.pt.Slot(pid)
+		slot.Mu.Lock()
+		p := slot.Load()
+		if p == nil || !p.Covers(sp.sep) || p.Base.Level != sp.level {
+			slot.Mu.Unlock()
+			t.restarts.Add(1)
+			continue
+		}
+		b := p.Base
+		i, _ := b.Child(sp.sep)
+		if bytes.Equal(b.KeyAt(i), sp.sep) {
+			slot.Mu.Unlock() // already posted
+			return nil
+		}
+		keys, kids := innerEntries(b, i+1, sp.sep, uint64(sp.right), -1)
+		if len(keys) <= t.cfg.SplitEntries {
+			slot.Store(&node.Page{Base: buildInner(keys, kids, b.Low, b.High, b.Sibling, b.Level)})
+			slot.Mu.Unlock()
+			return nil
+		}
+		k := len(keys) / 2
+		sep := keys[k]
+		if pid == RootPID {
+			t.rootSplits.Add(1)
+			lpid, rpid := t.pt.Alloc(), t.pt.Alloc()
+			t.pt.Slot(rpid).Store(&node.Page{Base: buildInner(keys[k:], kids[k:], sep, nil, 0, b.Level)})
+			t.pt.Slot(lpid).Store(&node.Page{Base: buildInner(keys[:k], kids[:k], nil, sep, uint64(rpid), b.Level)})
+			var bd delta.Builder
+			bd.AddChild(nil, uint64(lpid))
+			bd.AddChild(sep, uint64(rpid))
+			slot.Store(&node.Page{Base: bd.Finish(nil, nil, 0, b.Level+1)})
+			slot.Mu.Unlock()
+			return nil
+		}
+		t.splits.Add(1)
+		rpid := t.pt.Alloc()
+		t.pt.Slot(rpid).Store(&node.Page{Base: buildInner(keys[k:], kids[k:], sep, b.High, b.Sibling, b.Level)})
+		slot.Store(&node.Page{Base: buildInner(keys[:k], kids[:k], b.Low, sep, uint64(rpid), b.Level)})
+		slot.Mu.Unlock()
+		return &split{level: b.Level + 1, sep: bytes.Clone(sep), right: rpid}
+	}
+}
+
+// tryMerge merges the underfull leaf covering key with an adjacent leaf of
+// the same parent, if the pair still qualifies once locked.
+func (t *Tree) tryMerge(key []byte) {
+	ppid, _ := t.find(key, 1)
+	if ppid == 0 {
+		return
+	}
+	ps := t.pt.Slot(ppid)
+	ps.Mu.Lock()
+	defer ps.Mu.Unlock()
+	pp := ps.Load()
+	if pp == nil || !pp.Covers(key) || pp.Base.Level != 1 {
+		return
+	}
+	pb := pp.Base
+	i, _ := pb.Child(key)
+	li, ri := i-1, i
+	if i == 0 {
+		li, ri = 0, 1
+	}
+	if ri >= pb.Len() {
+		return
+	}
+	lpid, rpid := pagetable.PID(pb.ChildAt(li)), pagetable.PID(pb.ChildAt(ri))
+	sep := pb.KeyAt(ri)
+	ls, rs := t.pt.Slot(lpid), t.pt.Slot(rpid)
+	ls.Mu.Lock()
+	defer ls.Mu.Unlock()
+	rs.Mu.Lock()
+	defer rs.Mu.Unlock()
+	lp, rp := ls.Load(), rs.Load()
+	if lp == nil || rp == nil || lp.Removed || rp.Removed ||
+		lp.Base.Level != 0 || rp.Base.Level != 0 ||
+		lp.Base.Sibling != uint64(rpid) ||
+		!bytes.Equal(lp.Base.High, sep) || !bytes.Equal(rp.Base.Low, sep) {
+		return
+	}
+	if lp.Base.Keys+rp.Base.Keys > t.cfg.SplitEntries {
+		return // cheap pre-check on the bases alone
+	}
+	low := t.env.LowUnretired()
+	c := lp.Collect(low)
+	c.Append(rp, low)
+	n := c.Keys()
+	if n > t.cfg.SplitEntries*3/4 {
+		return
+	}
+	merged := c.Build(0, n, lp.Base.Low, rp.Base.High, rp.Base.Sibling)
+	keys, kids := innerEntries(pb, -1, nil, 0, ri)
+	ls.Store(&node.Page{Base: merged})
+	rs.Store(&node.Page{Base: rp.Base, Removed: true})
+	ps.Store(&node.Page{Base: buildInner(keys, kids, pb.Low, pb.High, pb.Sibling, pb.Level)})
+	t.pt.Retire(rpid, t.env.Epoch())
+	t.merges.Add(1)
+	t.consolidations.Add(1)
+}

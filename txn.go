@@ -1,0 +1,232 @@
+package bwkv
+
+import (
+	"sync"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/mvcc"
+	"github.com/bwkv/bwkv/node"
+)
+
+// Txn is a read-write transaction with snapshot isolation: it reads the
+// state as of Begin plus its own writes, and a write fails with ErrConflict
+// when another transaction holds the key or committed it after this one
+// began (first writer wins). A Txn is for one goroutine at a time.
+type Txn struct {
+	db *DB
+	st *mvcc.Txn
+	r  mvcc.Reader
+
+	mu     sync.Mutex // guards the fields below (Close may roll back)
+	done   bool
+	doomed error
+	seq    uint32
+	writes []undo
+}
+
+// undo is what a rollback needs to compensate one write: the key and the
+// old value the write replaced (the newest committed-or-own version seen
+// under the page lock). Both alias immutable page memory.
+type undo struct {
+	key    []byte
+	old    []byte
+	hasOld bool
+}
+
+func (tx *Txn) usable() error {
+	if tx.done {
+		if tx.db.closed.Load() {
+			return ErrClosed
+		}
+		return ErrTxnDone
+	}
+	if tx.db.closed.Load() {
+		return ErrClosed
+	}
+	return tx.doomed
+}
+
+// Get returns a copy of key's value as this transaction sees it (its own
+// writes included). The caller owns the returned slice.
+func (tx *Txn) Get(key []byte) ([]byte, error) {
+	return tx.GetAppend(nil, key)
+}
+
+// GetAppend appends key's value as this transaction sees it to dst.
+func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.usable(); err != nil {
+		return dst, err
+	}
+	if err := tx.db.checkKey(key); err != nil {
+		return dst, err
+	}
+	v, ok := tx.db.tree.Get(key, &tx.r)
+	if !ok {
+		return dst, ErrNotFound
+	}
+	return append(dst, v...), nil
+}
+
+// Put sets key to value. The transaction keeps no reference to key or value.
+func (tx *Txn) Put(key, value []byte) error {
+	if err := tx.db.checkKey(key); err != nil {
+		return err
+	}
+	if err := tx.db.checkValue(value); err != nil {
+		return err
+	}
+	return tx.write(key, value, false)
+}
+
+// Delete removes key. Deleting a missing key is not an error.
+func (tx *Txn) Delete(key []byte) error {
+	if err := tx.db.checkKey(key); err != nil {
+		return err
+	}
+	return tx.write(key, nil, true)
+}
+
+func (tx *Txn) write(key, value []byte, del bool) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	if tx.db.readOnly.Load() {
+		return ErrReadOnly
+	}
+	me, start := tx.st.ID, tx.st.ID
+	mv := tx.db.mv
+	var u undo
+	err := tx.db.tree.Write(key, func(p *node.Page) (*delta.Delta, error) {
+		conflict := false
+		u = undo{}
+		p.Versions(key, func(v node.Version) bool {
+			skip, c := mv.WriteCheck(v.TxID, me, start)
+			if skip {
+				return true
+			}
+			conflict = c
+			if !c && v.Flags&delta.Tombstone == 0 {
+				u.old, u.hasOld = v.Value, true
+			}
+			return false
+		})
+		if conflict {
+			return nil, ErrConflict
+		}
+		flags := delta.Flags(0)
+		if del {
+			flags = delta.Tombstone
+		}
+		tx.seq++
+		d := delta.New(key, value, me, tx.seq, flags)
+		u.key = d.Key
+		return d, nil
+	})
+	if err != nil {
+		if err == ErrConflict {
+			tx.doomed = ErrConflict
+			tx.db.stats.conflicts.Add(1)
+		}
+		return err
+	}
+	tx.writes = append(tx.writes, u)
+	return nil
+}
+
+// NewIter returns an iterator over this transaction's view, its own writes
+// included. Close it before the transaction ends.
+func (tx *Txn) NewIter(o *IterOptions) (*Iter, error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := tx.usable(); err != nil {
+		return nil, err
+	}
+	return newIter(tx.db, &tx.r, o, func() error {
+		tx.mu.Lock()
+		defer tx.mu.Unlock()
+		return tx.usable()
+	}), nil
+}
+
+// Commit makes the transaction's writes visible atomically. A doomed
+// transaction is rolled back and Commit returns ErrConflict.
+func (tx *Txn) Commit() error {
+	tx.mu.Lock()
+	if err := tx.usable(); err != nil {
+		doomed := tx.doomed != nil && !tx.done
+		tx.mu.Unlock()
+		if doomed {
+			_ = tx.rollback(true)
+		}
+		return err
+	}
+	tx.done = true
+	tx.mu.Unlock()
+	db := tx.db
+	db.mv.SetCommitting(tx.st)
+	db.mv.Commit(tx.st)
+	db.stats.commits.Add(1)
+	db.forget(tx)
+	db.afterFinish()
+	return nil
+}
+
+// Rollback undoes the transaction's writes. Rolling back a finished
+// transaction returns ErrTxnDone.
+func (tx *Txn) Rollback() error {
+	tx.mu.Lock()
+	if tx.done {
+		tx.mu.Unlock()
+		if tx.db.closed.Load() {
+			return ErrClosed
+		}
+		return ErrTxnDone
+	}
+	tx.mu.Unlock()
+	return tx.rollback(true)
+}
+
+// rollback walks the writes newest first and installs a compensation (CLR)
+// carrying each old value, then finishes the abort (DESIGN §4).
+func (tx *Txn) rollback(count bool) error {
+	tx.mu.Lock()
+	if tx.done {
+		tx.mu.Unlock()
+		return nil
+	}
+	tx.done = true
+	writes := tx.writes
+	tx.writes = nil
+	tx.mu.Unlock()
+	db := tx.db
+	db.mv.SetAborted(tx.st)
+	for i := len(writes) - 1; i >= 0; i-- {
+		u := writes[i]
+		tx.seq++
+		seq := tx.seq
+		_ = db.tree.Write(u.key, func(*node.Page) (*delta.Delta, error) {
+			flags := delta.CLR
+			if !u.hasOld {
+				flags |= delta.Tombstone
+			}
+			return delta.New(u.key, u.old, tx.st.ID, seq, flags), nil
+		})
+	}
+	db.mv.FinishAbort(tx.st)
+	if count {
+		db.stats.aborts.Add(1)
+	}
+	db.forget(tx)
+	db.afterFinish()
+	return nil
+}
+
+func (db *DB) forget(tx *Txn) {
+	db.txMu.Lock()
+	delete(db.txns, tx)
+	db.txMu.Unlock()
+}
