@@ -37,14 +37,14 @@ func cloneKV(m kv) kv {
 }
 
 type modelTxn struct {
-	tx      *bwkv.Txn
-	view    kv              // committed state at Begin + own writes
-	writes  map[string]bool // keys written (installed versions)
-	own     kv              // own final values ("" with del marker below)
-	dels    map[string]bool
-	start   int // commit counter at Begin
-	doomed  bool
-	iters   []*bwkv.Iter
+	tx     *bwkv.Txn
+	view   kv              // committed state at Begin + own writes
+	writes map[string]bool // keys written (installed versions)
+	own    kv              // own final values ("" with del marker below)
+	dels   map[string]bool
+	start  int // commit counter at Begin
+	doomed bool
+	iters  []*bwkv.Iter
 }
 
 type modelSnap struct {
@@ -457,4 +457,3 @@ func TestModel(t *testing.T) {
 		})
 	}
 }
-
