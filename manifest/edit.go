@@ -1,0 +1,122 @@
+package manifest
+
+// FormatVersion is the newest on-disk format version this code understands.
+// An Edit may record it (HasFormatVersion); a larger recorded value makes
+// Open fail with ErrVersion.
+const FormatVersion = 1
+
+// FileID names a data file. IDs come from the NextFileID counter and are
+// never reused; NoFile (0) is never a file.
+type FileID uint64
+
+// NoFile is the zero FileID: "no file" (e.g. no GC rewrite staged).
+const NoFile FileID = 0
+
+// PageEntry maps a page ID to the logical address of its newest durable
+// frame.
+type PageEntry struct {
+	PID  uint64
+	Addr uint64
+}
+
+// Range maps the logical addresses [Lo, Hi) to the data file that holds
+// them.
+type Range struct {
+	Lo, Hi uint64
+	File   FileID
+}
+
+// FileMeta is a data file's identity and byte accounting: Total bytes
+// written, Live bytes still reachable (Total-Live is junk).
+type FileMeta struct {
+	ID    FileID
+	Total int64
+	Live  int64
+}
+
+// FormatOptions are the format-defining options persisted at creation
+// (DESIGN.md §2): on reopen the stored values win. The zero value means
+// "never recorded".
+type FormatOptions struct {
+	PageSplitEntries int
+	BlobThreshold    int
+	MaxKeySize       int
+	// Compression names the frame codec: "" for none, "zstd".
+	Compression string
+}
+
+// Field is a set of presence flags for the optional scalar fields of an
+// Edit. Slice fields need no flag: they are present when non-empty.
+type Field uint32
+
+// The presence flags; each names the Edit field it guards.
+const (
+	HasFormatVersion Field = 1 << iota
+	HasOptions
+	HasNextPID
+	HasNextAddr
+	HasNextFileID
+	HasOracle
+	HasNextManifest
+	HasFrontier
+	HasAnalysisStart
+	HasStageFile
+
+	allFields = HasStageFile<<1 - 1
+)
+
+// Edit is one manifest record: a change to the State. Scalars are applied
+// only when their flag is in Has; slices are applied when non-empty. Within
+// one edit the parts apply in this order: scalars, AddFiles, RemoveRanges,
+// AddRanges, RemovePages, SetPages, FileStats, PendingDeletes,
+// DeletedFiles. State.Apply documents what makes an edit valid.
+//
+// An Edit is plain data: the caller owns it, and Commit neither keeps nor
+// modifies it.
+type Edit struct {
+	// Has says which scalar fields below are present.
+	Has Field
+
+	// FormatVersion is the on-disk format version (HasFormatVersion).
+	FormatVersion uint64
+	// Options are the format-defining options (HasOptions).
+	Options FormatOptions
+
+	// Counters; each only moves forward.
+	NextPID    uint64 // next page ID to allocate (HasNextPID)
+	NextAddr   uint64 // next logical address to draw (HasNextAddr)
+	NextFileID FileID // next data-file ID to allocate (HasNextFileID)
+	Oracle     uint64 // timestamp oracle (HasOracle)
+	// NextManifest is the number of the next MANIFEST-%06d file. It belongs
+	// to the Manifest's rotation; Commit rejects edits that set it.
+	NextManifest uint64 // (HasNextManifest)
+
+	// Frontier is the WAL LSN covered by the page checkpoint (HasFrontier);
+	// AnalysisStart is where recovery's analysis starts (HasAnalysisStart),
+	// never above Frontier.
+	Frontier      uint64
+	AnalysisStart uint64
+
+	// StageFile marks the data file a GC rewrite is writing (HasStageFile);
+	// NoFile clears the mark. Open deletes a staged file: it is not yet
+	// named by any range.
+	StageFile FileID
+
+	// Page table changes.
+	SetPages    []PageEntry
+	RemovePages []uint64
+
+	// Address-range map changes. A removal names an existing range exactly.
+	AddRanges    []Range
+	RemoveRanges []Range
+
+	// AddFiles registers new data files; FileStats replaces the byte
+	// accounting of existing ones.
+	AddFiles  []FileMeta
+	FileStats []FileMeta
+
+	// PendingDeletes retires data files (Open must finish deleting them);
+	// DeletedFiles records that the deletion is done.
+	PendingDeletes []FileID
+	DeletedFiles   []FileID
+}
