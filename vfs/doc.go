@@ -4,4 +4,56 @@
 //
 // vfs knows nothing of the engine. Unlike the other packages it is public:
 // users may pass their own FS through Options.FS.
+//
+// # Durability model
+//
+// Code written against FS may assume no more than this after a power loss,
+// and MemFS enforces exactly this much:
+//
+//   - A file's data, size included, is durable once File.Sync returns
+//     (fdatasync on the OS). Writes and truncates after the last Sync may be
+//     lost, kept in part (always a prefix of them, in the order they were
+//     made) or kept whole, and the last one kept may be torn.
+//   - A create, rename or remove is durable once SyncDir of the directory
+//     holding the name returns. A new file needs both its File.Sync and
+//     SyncDir of its parent; a new directory needs SyncDir of its parent.
+//     A rename between directories needs SyncDir of both.
+//   - A failed Sync is not a retryable error: what it covered may be lost,
+//     and a later successful Sync does not bring it back.
+//
+// # Implementations
+//
+// Default returns the OS FS: File.Sync is fdatasync, SyncDir fsyncs the
+// directory, Lock is flock(LOCK_EX|LOCK_NB) and fails at once with an error
+// wrapping ErrLocked, even against another open of the same file in this
+// process.
+//
+// NewMem returns a MemFS, which keeps the synced and the current state of
+// every file and directory. CrashClone builds a new MemFS with the state a
+// power loss would leave; SetHook reports every mutating operation with a
+// running index, so a test can clone at the k-th write or sync for
+// k = 1..Ops() (TESTING.md layer 5).
+//
+// NewInjector wraps any FS and fails its i-th mutating operation with EIO,
+// ENOSPC or a short write, once or from then on (TESTING.md layer 6).
+//
+// # Concurrency and memory
+//
+// All three FS implementations and their files are safe for concurrent use.
+// ReadAt and WriteAt may run concurrently on one File; Write advances a
+// per-File offset, so concurrent Writes on one File land in some order. No
+// implementation keeps the buffer passed to Write or WriteAt after the call
+// returns, and slices returned (List) belong to the caller. Errors for
+// missing files satisfy os.IsNotExist and errors.Is(err, fs.ErrNotExist).
+//
+// # Caveats
+//
+//   - Lock is advisory, and flock may be a no-op on some network file
+//     systems. The lock lives on the file, not the name: removing or
+//     replacing a held lock file lets a second Lock succeed.
+//   - MemFS resolves every path from its own root ("db/x" and "/db/x" are
+//     the same file), has no symlinks and does not enforce permissions.
+//   - CrashClone always drops directory changes that were not synced; a
+//     real file system may keep some of them. It tears a write by cutting it
+//     at a byte, not by leaving garbage in a sector.
 package vfs

@@ -51,6 +51,8 @@ type FaultError struct {
 	Written int       // bytes a short write passed to the inner file
 }
 
+// Error names the fault and the operation, e.g.
+// "vfs: injected EIO at #7 sync /db/wal/0000.log: input/output error".
 func (e *FaultError) Error() string {
 	if e.Kind == FaultShortWrite && e.Op.Kind == OpWrite {
 		return fmt.Sprintf("vfs: injected short write (%d bytes written) at %v: %v", e.Written, e.Op, e.Err)

@@ -324,10 +324,11 @@ func (m *MemFS) Rename(oldname, newname string) error {
 		if err != nil {
 			return lerr(err)
 		}
-		if od == nd && ob == nb {
-			return nil
+		t := nd.children[nb]
+		if t == n {
+			return nil // the same name, or two links to one file: rename(2) does nothing
 		}
-		if t := nd.children[nb]; t != nil {
+		if t != nil {
 			switch {
 			case t.isDir() && !n.isDir():
 				return lerr(syscall.EISDIR)
