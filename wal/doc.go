@@ -1,0 +1,101 @@
+// Package wal is bwkv's write-ahead log: the record codec, segment files,
+// group commit, replay and recycling (DESIGN §6). It knows nothing of the
+// index or of visibility; the root package decides what to log and when to
+// wait for durability.
+//
+// Internal to bwkv; no API stability promise.
+//
+// # Records
+//
+// An LSN is the offset of a record's first byte in the global log stream.
+// Every record is
+//
+//	length   uint32  the whole record, header included
+//	crc      uint32  CRC-32C (Castagnoli) of every other byte of the record
+//	type     uint8   Begin, Put, Update, Delete, CLR, Commit, End
+//	txid     uint64
+//	seq      uint32
+//	prevLSN  uint64  the transaction's previous record
+//	flags    uint8   bit 0: old value present, bit 1: CLR restores a tombstone
+//	payload          what the type carries, each byte string uvarint-length-prefixed:
+//	                 Put: key, value; Update: key, value, old value;
+//	                 Delete: key, old value if flagged; CLR: key, value unless
+//	                 a tombstone, then undo-next as a uvarint
+//
+// little endian. The CRC covers the length field too (it is computed over
+// bytes [0,4) and [8,length)), so a damaged length cannot frame a
+// plausible record. Update and Delete carry the full old value, so undo
+// never reads data files; Delete of a missing key and every Put have no old
+// value. Decoding is strict and canonical: unknown types or flags, overlong
+// varints, fields past the end and trailing bytes are rejected, and
+// re-encoding a decoded record reproduces its bytes (FuzzDecode checks
+// this).
+//
+// # Segments
+//
+// The log is a sequence of files <dir>/%016x.log, each named by the LSN of
+// its first byte. The stream has no padding: a segment starts exactly where
+// its predecessor ends. A record never spans segments: when a record would
+// push a segment past Options.SegmentBytes, it starts the next one (a
+// record larger than a segment is refused).
+//
+// Rotation protocol: segment N is fsynced before N+1 is created, and the
+// directory is fsynced right after the create and before any byte is
+// written to N+1. Hence an existing older segment is always complete on
+// disk, which is what lets the reader treat any damage outside the last
+// segment as corruption, and a segment holding an acknowledged commit
+// always has a durable directory entry. Recycle deletes segments wholly
+// below an LSN (never the newest, never past the durable LSN), oldest first,
+// then fsyncs the directory; a crash in between leaves only segments the
+// reader ignores.
+//
+// # Group commit
+//
+// Append encodes the record into an in-memory buffer under the append mutex
+// and returns its LSN; it does no I/O unless the buffer is large (then it
+// writes the buffer out, waiting for the file only past a hard limit, which
+// is the log's backpressure). Sync is leader/follower: the first caller
+// whose LSN is not durable takes the write lock, swaps the buffer out (the
+// append mutex is held only for the swap, never across a write or an
+// fsync), writes it, rotates where needed, fsyncs once and publishes the
+// durable LSN; callers queued behind it find their LSN durable and return
+// without an fsync. One fsync therefore covers every record appended
+// before it, and the batch grows with the number of committers
+// (Stats.RecordsPerSync).
+//
+// In relaxed mode commits do not call Sync; a background goroutine writes
+// and fsyncs every FlushInterval, rotation still fsyncs, Sync remains the
+// caller's flush point, and Close stops the goroutine.
+//
+// A failed write or fsync fails the writer for good: the error is recorded
+// (wrapping ErrFailed and the cause) and every later Append, Sync, Flush
+// and Close returns it. An fsync is never retried, because after a failure
+// the kernel may have dropped the dirty pages and a later success would be
+// a lie.
+//
+// # Reader rules
+//
+// Replay(fs, dir, from, frontier, fn) is read-only, so the DB can validate
+// the whole log before its first mutation. from is the manifest's
+// analysisStart and frontier its checkpoint frontier; every byte below the
+// frontier was fsynced before the manifest recorded it.
+//
+//   - Segments wholly below from are ignored, with no gap check (Recycle may
+//     have removed some of them and crashed).
+//   - From from on, the segments must be contiguous: a segment that does not
+//     start where its predecessor ends (a missing or short segment) is
+//     corruption, and so is a first segment that starts after from.
+//   - In the last segment, the first bad record (too short for its header
+//     or its length, a bad length such as zeroes, a CRC mismatch) at or
+//     beyond the frontier ends the log: a torn or reordered tail left by a
+//     power loss, never acknowledged. Its bytes are counted in TornBytes,
+//     and Open truncates them.
+//   - A bad record below the frontier, or in any segment but the last, is
+//     corruption; so is a record whose CRC is valid but whose contents do
+//     not parse (a bug or a newer format, not a torn write); so is a log that
+//     ends below the frontier.
+//
+// Corruption is reported as *CorruptionError naming the file, the offset
+// and the reason; the root package maps it to its public error. The log is
+// never silently cut short below the frontier.
+package wal

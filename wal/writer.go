@@ -1,0 +1,365 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+// Errors returned by the Writer. Failures wrap ErrFailed and the first
+// underlying error, so errors.Is works for both.
+var (
+	// ErrClosed is returned by calls on a closed Writer.
+	ErrClosed = errors.New("wal: closed")
+	// ErrFailed marks a Writer that stopped after a failed write or fsync.
+	// A failed fsync is never retried: the kernel may have dropped the
+	// dirty pages, so a later success would prove nothing.
+	ErrFailed = errors.New("wal: writer failed")
+	// ErrRecordTooLarge is returned by Append for a record that does not
+	// fit in one segment (a record never spans segments).
+	ErrRecordTooLarge = errors.New("wal: record too large")
+	// ErrInvalidRecord is returned by Append for an unknown record type.
+	ErrInvalidRecord = errors.New("wal: invalid record")
+)
+
+// Defaults and limits for Options.
+const (
+	DefaultSegmentBytes  = 64 << 20
+	DefaultFlushInterval = 20 * time.Millisecond
+	MinSegmentBytes      = 4 << 10
+)
+
+// Appenders hand buffered bytes to the file themselves past softFlushBytes
+// when no flusher is busy, and wait for the file past hardFlushBytes, which
+// bounds the append buffer (and is the log's backpressure) when the file
+// cannot keep up.
+const (
+	softFlushBytes = 256 << 10
+	hardFlushBytes = 4 << 20
+)
+
+// Options configures a Writer. The zero value of a field selects its
+// default.
+type Options struct {
+	FS  vfs.FS // required
+	Dir string // required; created if missing
+
+	// SegmentBytes caps a segment file: a record that would make the
+	// segment larger starts a new one. Default DefaultSegmentBytes; at
+	// least MinSegmentBytes.
+	SegmentBytes int64
+	// Relaxed: commits do not fsync; a background goroutine writes and
+	// fsyncs every FlushInterval (default DefaultFlushInterval). Sync
+	// still works and is the caller's flush point.
+	Relaxed       bool
+	FlushInterval time.Duration
+}
+
+// validate fills in defaults and reports every bad field at once.
+func (o *Options) validate() error {
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	var errs []error
+	if o.FS == nil {
+		errs = append(errs, errors.New("wal: Options.FS is nil"))
+	}
+	if o.Dir == "" {
+		errs = append(errs, errors.New("wal: Options.Dir is empty"))
+	}
+	if o.SegmentBytes < MinSegmentBytes {
+		errs = append(errs, fmt.Errorf("wal: Options.SegmentBytes %d is below %d", o.SegmentBytes, MinSegmentBytes))
+	}
+	if o.FlushInterval < 0 {
+		errs = append(errs, fmt.Errorf("wal: Options.FlushInterval %v is negative", o.FlushInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// Writer appends records to the log and makes them durable with group
+// commit. All methods are safe for concurrent use.
+//
+// Two locks split the work. mu, the append mutex, covers encoding a record
+// into the pending buffer and nothing else: it is never held across a file
+// write or an fsync. writeMu is held by the one goroutine that moves pending
+// bytes to the files (writes, rotation, fsync): the group-commit leader,
+// Flush, an appender relieving a full buffer, or the relaxed-mode flusher.
+type Writer struct {
+	fs       vfs.FS
+	dir      string
+	segBytes int64
+
+	mu       sync.Mutex // the append mutex
+	buf      []byte     // mu: encoded records [bufStart, head) not yet taken by a flusher
+	bounds   []bound    // mu: segment starts in [bufStart, head), ascending
+	bufStart LSN        // mu
+	segLen   int64      // mu: bytes appended to the newest segment
+	records  int64      // mu: records appended since Open
+	closed   bool       // mu
+
+	head    atomic.Uint64 // written under mu: just past the last appended record
+	durable atomic.Uint64 // written under writeMu: every byte below is fsynced
+	fail    atomic.Pointer[failure]
+
+	writeMu     sync.Mutex
+	file        vfs.File // writeMu: the newest segment; nil after Close
+	fileStart   LSN      // writeMu: its first LSN
+	written     LSN      // writeMu: every byte below is written to a file
+	writtenRecs int64    // writeMu: records below written
+	syncedRecs  int64    // writeMu: records below durable
+	spare       []byte   // writeMu: the other half of the double buffer
+	spareBounds []bound  // writeMu
+
+	recycleMu sync.Mutex // serializes Recycle calls
+
+	stop chan struct{} // closed by Close to stop the flusher goroutine
+	done chan struct{} // closed by the flusher goroutine when it exits
+
+	startLSN LSN
+	stats    counters
+}
+
+// bound marks where a new segment starts inside the pending bytes, and how
+// many records were appended before it.
+type bound struct {
+	lsn     LSN
+	records int64
+}
+
+type failure struct{ err error }
+
+// Open opens the log in o.Dir for appending at at, the end of valid data
+// that Replay reported (ReplayResult.End), or the start LSN of a new log.
+// If the newest segment holds at, it is truncated there (dropping the torn
+// tail Replay counted) and fsynced; if there is no segment, one named at is
+// created and the directory fsynced. Any other layout (a segment beyond at,
+// or a gap before it) is an error, because it means at did not come from
+// Replay over this directory.
+func Open(o Options, at LSN) (*Writer, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: create %s: %w", o.Dir, err)
+	}
+	segs, err := Segments(o.FS, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{fs: o.FS, dir: o.Dir, segBytes: o.SegmentBytes, startLSN: at}
+	if len(segs) == 0 {
+		if err := w.createSegment(at); err != nil {
+			return nil, err
+		}
+	} else if err := w.continueSegment(segs[len(segs)-1], at); err != nil {
+		return nil, err
+	}
+	w.bufStart, w.written = at, at
+	w.segLen = int64(at - w.fileStart)
+	w.head.Store(uint64(at))
+	w.durable.Store(uint64(at))
+	if o.Relaxed {
+		w.stop, w.done = make(chan struct{}), make(chan struct{})
+		go w.flushLoop(o.FlushInterval)
+	}
+	return w, nil
+}
+
+// createSegment creates the segment starting at lsn, makes its directory
+// entry durable and makes it the current file.
+func (w *Writer) createSegment(lsn LSN) error {
+	path := segmentPath(w.dir, lsn)
+	f, err := w.fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("wal: create %s: %w", path, err)
+	}
+	if err := w.fs.SyncDir(w.dir); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: sync dir %s after creating %s: %w", w.dir, path, err)
+	}
+	w.file, w.fileStart = f, lsn
+	return nil
+}
+
+// continueSegment opens the newest segment, which starts at last, for
+// appending at at.
+func (w *Writer) continueSegment(last, at LSN) error {
+	path := segmentPath(w.dir, last)
+	if at < last {
+		return fmt.Errorf("wal: open at %d: segment %s starts beyond it", at, path)
+	}
+	f, err := w.fs.OpenReadWrite(path)
+	if err != nil {
+		return fmt.Errorf("wal: open %s: %w", path, err)
+	}
+	size, err := f.Size()
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: size of %s: %w", path, err)
+	}
+	off := int64(at - last)
+	if off > size {
+		_ = f.Close()
+		return fmt.Errorf("wal: open at %d: %s ends at %d", at, path, uint64(last)+uint64(size))
+	}
+	if off < size {
+		if err := f.Truncate(off); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("wal: truncate %s at %d: %w", path, off, err)
+		}
+	}
+	// The bytes Replay read may still be only in the page cache (a crashed
+	// process, not a lost machine), and a truncation is durable only after
+	// a sync: make both durable before anything is appended after them.
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: sync %s: %w", path, err)
+	}
+	w.file, w.fileStart = f, last
+	return nil
+}
+
+// Append encodes r at the head of the log and returns its LSN. The record
+// is buffered: Sync makes it durable, Flush writes it to the file. r is not
+// retained. In steady state Append allocates nothing.
+func (w *Writer) Append(r *Record) (lsn LSN, err error) {
+	failpoints.Hit(failpoints.WALAppend)
+	if !r.Type.Valid() {
+		return 0, fmt.Errorf("%w: type %d", ErrInvalidRecord, r.Type)
+	}
+	size := EncodedSize(r)
+	if int64(size) > w.segBytes || size > MaxRecordBytes {
+		return 0, fmt.Errorf("%w: %d bytes, segment size %d", ErrRecordTooLarge, size, w.segBytes)
+	}
+
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return 0, ErrClosed
+	}
+	if f := w.fail.Load(); f != nil {
+		w.mu.Unlock()
+		return 0, f.err
+	}
+	lsn = LSN(w.head.Load())
+	if w.segLen+int64(size) > w.segBytes && w.segLen > 0 {
+		w.bounds = append(w.bounds, bound{lsn: lsn, records: w.records})
+		w.segLen = 0
+	}
+	w.buf = appendEncode(w.buf, r, size)
+	w.segLen += int64(size)
+	w.records++
+	w.head.Store(uint64(lsn) + uint64(size))
+	pending := len(w.buf)
+	w.mu.Unlock()
+
+	switch {
+	case pending >= hardFlushBytes:
+		w.writeMu.Lock()
+		err = w.flushLocked()
+		w.writeMu.Unlock()
+	case pending >= softFlushBytes && w.writeMu.TryLock():
+		err = w.flushLocked()
+		w.writeMu.Unlock()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return lsn, nil
+}
+
+// Head returns the LSN just past the last appended record.
+func (w *Writer) Head() LSN { return LSN(w.head.Load()) }
+
+// DurableLSN returns the LSN below which every byte is fsynced.
+func (w *Writer) DurableLSN() LSN { return LSN(w.durable.Load()) }
+
+// failure returns the error that failed the writer, or nil.
+func (w *Writer) failure() error {
+	if f := w.fail.Load(); f != nil {
+		return f.err
+	}
+	return nil
+}
+
+// setFailed records err as the writer's failure unless an earlier one is
+// recorded, and returns the recorded failure.
+func (w *Writer) setFailed(err error) error {
+	w.fail.CompareAndSwap(nil, &failure{err: fmt.Errorf("%w: %w", ErrFailed, err)})
+	return w.fail.Load().err
+}
+
+// Recycle deletes the segments that lie wholly below below, oldest first,
+// then fsyncs the directory. Only bytes already durable are eligible, and
+// the newest segment is never deleted.
+func (w *Writer) Recycle(below LSN) error {
+	w.recycleMu.Lock()
+	defer w.recycleMu.Unlock()
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if d := w.DurableLSN(); below > d {
+		below = d
+	}
+	segs, err := Segments(w.fs, w.dir)
+	if err != nil {
+		return err
+	}
+	// Segment i ends where segment i+1 starts: it is wholly below below
+	// iff its successor starts at or below it.
+	n := 0
+	for n+1 < len(segs) && segs[n+1] <= below {
+		failpoints.Hit(failpoints.WALRecycle)
+		path := segmentPath(w.dir, segs[n])
+		if err := w.fs.Remove(path); err != nil {
+			return fmt.Errorf("wal: recycle %s: %w", path, err)
+		}
+		w.stats.recycled.Add(1)
+		n++
+	}
+	if n > 0 {
+		if err := w.fs.SyncDir(w.dir); err != nil {
+			return fmt.Errorf("wal: sync dir %s after recycle: %w", w.dir, err)
+		}
+	}
+	return nil
+}
+
+// Close writes and fsyncs every appended record, stops the background
+// flusher and closes the segment. It returns the writer's failure, if any.
+// Later calls return ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.closed = true
+	w.mu.Unlock()
+	if w.stop != nil {
+		close(w.stop)
+		<-w.done
+	}
+
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	err := w.syncAllLocked()
+	if w.file != nil { // nil only if a rotation failed halfway
+		if cerr := w.file.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("wal: close %s: %w", segmentPath(w.dir, w.fileStart), cerr)
+		}
+		w.file = nil
+	}
+	return err
+}

@@ -1,0 +1,319 @@
+package wal_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bwkv/bwkv/wal"
+)
+
+func TestRoundTripAcrossRotations(t *testing.T) {
+	rng := newRand(t)
+	o, _ := newLog(t, wal.MinSegmentBytes)
+	w := openWriter(t, o, 0)
+	want := appendRandom(t, w, rng, 1500)
+	if err := w.Sync(w.Head()); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, appendRandom(t, w, rng, 500)...)
+	head := w.Head()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	if st.Rotations < 20 {
+		t.Fatalf("only %d rotations", st.Rotations)
+	}
+	if st.Records != int64(len(want)) || st.Bytes != int64(head) {
+		t.Fatalf("stats: %d records, %d bytes; want %d, %d", st.Records, st.Bytes, len(want), head)
+	}
+
+	got, res, err := replayAll(t, o.FS, o.Dir, 0, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, got, want)
+	if res.End != head || res.TornBytes != 0 || res.Records != int64(len(want)) {
+		t.Fatalf("result %+v, want End %d", res, head)
+	}
+	if len(res.Segments) != int(st.Rotations)+1 || res.Obsolete != 0 {
+		t.Fatalf("%d segments (%d obsolete), %d rotations", len(res.Segments), res.Obsolete, st.Rotations)
+	}
+
+	// Replay from a record in a later segment: the segments before it are
+	// obsolete and only the records from there on are seen.
+	k := len(want) * 2 / 3
+	got, res, err = replayAll(t, o.FS, o.Dir, want[k].lsn, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, got, want[k:])
+	if res.Obsolete == 0 {
+		t.Fatalf("no obsolete segments below %d", want[k].lsn)
+	}
+
+	// Continue the log where it ended and read it all again.
+	w = openWriter(t, o, res.End)
+	more := appendRandom(t, w, rng, 300)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = replayAll(t, o.FS, o.Dir, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, got, append(want, more...))
+}
+
+// TestRotationProtocol checks the order of file operations: segment N is
+// fsynced after its last write and before N+1 is created, and the
+// directory is fsynced after the create and before N+1's first write.
+func TestRotationProtocol(t *testing.T) {
+	o, h := newLog(t, wal.MinSegmentBytes)
+	w := openWriter(t, o, 0)
+	h.mu.Lock()
+	h.record = true
+	h.mu.Unlock()
+	rng := newRand(t)
+	for range 20 {
+		appendRandom(t, w, rng, 20)
+		if err := w.Sync(w.Head()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ops := h.opsLog()
+	creates := 0
+	for i, op := range ops {
+		name, ok := strings.CutPrefix(op, "create ")
+		if !ok {
+			continue
+		}
+		creates++
+		// Walk back to the previous segment's last write: a sync of that
+		// segment must come after it.
+		var prev string
+		synced := false
+		for j := i - 1; j >= 0; j-- {
+			if n, ok := strings.CutPrefix(ops[j], "sync "); ok && prev == "" {
+				prev, synced = n, true
+				continue
+			}
+			if n, ok := strings.CutPrefix(ops[j], "write "); ok {
+				if !synced || n != prev {
+					t.Fatalf("op %d %q: previous segment's last write %q not followed by its sync", i, op, ops[j])
+				}
+				break
+			}
+		}
+		next := ""
+		for _, later := range ops[i+1:] {
+			if strings.HasPrefix(later, "syncdir") || strings.HasPrefix(later, "write ") {
+				next = later
+				break
+			}
+		}
+		if !strings.HasPrefix(next, "syncdir") {
+			t.Fatalf("op %d %q: followed by %q before a directory sync", i, op, next)
+		}
+		_ = name
+	}
+	if creates < 3 {
+		t.Fatalf("only %d rotations: %v", creates, ops)
+	}
+}
+
+func TestGroupCommit(t *testing.T) {
+	o, h := newLog(t, 1<<20)
+	h.syncDelay = 2 * time.Millisecond // make overlap certain, not lucky
+	w := openWriter(t, o, 0)
+	const committers, each = 32, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, committers)
+	for c := range committers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				r := wal.Record{Type: wal.Commit, TxID: wal.TxID(c*1000 + i)}
+				lsn, err := w.Append(&r)
+				if err == nil {
+					err = w.Sync(lsn + 1)
+				}
+				if err == nil && w.DurableLSN() <= lsn {
+					err = errors.New("Sync returned before the record was durable")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	t.Logf("%d records, %d syncs, %.1f records/sync, %v in fsync", st.Records, st.Syncs, st.RecordsPerSync, st.SyncLatency)
+	if st.SyncedRecords != committers*each || st.RecordsPerSync <= 1 {
+		t.Fatalf("stats %+v: want every record synced and more than one per sync", st)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyncFailureIsSticky(t *testing.T) {
+	o, h := newLog(t, 1<<20)
+	w := openWriter(t, o, 0)
+	r := wal.Record{Type: wal.Put, Key: []byte("k"), Value: []byte("v")}
+	lsn, err := w.Append(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eio := error(syscall.EIO)
+	h.failSync.Store(&eio)
+	err = w.Sync(lsn + 1)
+	if !errors.Is(err, wal.ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Sync = %v, want ErrFailed wrapping EIO", err)
+	}
+	syncs := h.syncs.Load()
+	h.failSync.Store(nil) // a retry would now "succeed": it must not happen
+	if _, err := w.Append(&r); !errors.Is(err, wal.ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Append after failure = %v", err)
+	}
+	if err := w.Sync(w.Head()); !errors.Is(err, wal.ErrFailed) {
+		t.Fatalf("Sync after failure = %v", err)
+	}
+	if err := w.Flush(); !errors.Is(err, wal.ErrFailed) {
+		t.Fatalf("Flush after failure = %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, wal.ErrFailed) {
+		t.Fatalf("Close after failure = %v", err)
+	}
+	if n := h.syncs.Load(); n != syncs {
+		t.Fatalf("fsync retried after the failure (%d calls, was %d)", n, syncs)
+	}
+	if w.DurableLSN() > lsn {
+		t.Fatalf("durable LSN advanced past a failed fsync")
+	}
+}
+
+func TestRelaxedFlushesInBackground(t *testing.T) {
+	o, h := newLog(t, 1<<20)
+	o.Relaxed, o.FlushInterval = true, 5*time.Millisecond
+	w := openWriter(t, o, 0)
+	want := appendRandom(t, w, newRand(t), 200)
+	head := w.Head()
+	// Generous hang detector, not a latency assertion.
+	deadline := time.Now().Add(10 * time.Second)
+	for w.DurableLSN() < head {
+		if time.Now().After(deadline) {
+			t.Fatalf("background flusher never made %d durable (at %d)", head, w.DurableLSN())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if h.syncs.Load() == 0 {
+		t.Fatalf("durable without an fsync")
+	}
+	// The bytes are in the file while the writer is still open.
+	got, _, err := replayAll(t, o.FS, o.Dir, 0, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, got, want)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	for _, relaxed := range []bool{false, true} {
+		o, _ := newLog(t, 1<<20)
+		o.Relaxed, o.FlushInterval = relaxed, time.Millisecond
+		w := openWriter(t, o, 0)
+		appendRandom(t, w, newRand(t), 10)
+		if relaxed && len(walGoroutines()) == 0 {
+			t.Fatalf("relaxed writer has no flusher goroutine")
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if g := walGoroutines(); len(g) > 0 {
+			t.Fatalf("relaxed=%v: goroutines left after Close:\n%s", relaxed, strings.Join(g, "\n\n"))
+		}
+		if err := w.Close(); !errors.Is(err, wal.ErrClosed) {
+			t.Fatalf("second Close = %v", err)
+		}
+		r := wal.Record{Type: wal.Begin}
+		if _, err := w.Append(&r); !errors.Is(err, wal.ErrClosed) {
+			t.Fatalf("Append after Close = %v", err)
+		}
+		if err := w.Sync(w.Head()); err != nil {
+			t.Fatalf("Sync of durable data after Close = %v", err)
+		}
+	}
+}
+
+func TestAppendRejects(t *testing.T) {
+	o, _ := newLog(t, wal.MinSegmentBytes)
+	w := openWriter(t, o, 0)
+	defer w.Close()
+	big := wal.Record{Type: wal.Put, Key: []byte("k"), Value: make([]byte, wal.MinSegmentBytes)}
+	if _, err := w.Append(&big); !errors.Is(err, wal.ErrRecordTooLarge) {
+		t.Fatalf("oversized record: %v", err)
+	}
+	bad := wal.Record{Type: 0}
+	if _, err := w.Append(&bad); !errors.Is(err, wal.ErrInvalidRecord) {
+		t.Fatalf("type 0: %v", err)
+	}
+	if w.Head() != 0 {
+		t.Fatalf("rejected records moved the head to %d", w.Head())
+	}
+	// The largest record that fits gets a segment of its own.
+	fit := wal.Record{Type: wal.Put, Key: []byte("k")}
+	fit.Value = make([]byte, wal.MinSegmentBytes-wal.EncodedSize(&fit)-1)
+	if n := wal.EncodedSize(&fit); n != wal.MinSegmentBytes {
+		t.Fatalf("size %d", n)
+	}
+	for range 3 {
+		if _, err := w.Append(&fit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Sync(w.Head()); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Rotations != 2 {
+		t.Fatalf("%d rotations, want 2", st.Rotations)
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	if _, err := wal.Open(wal.Options{SegmentBytes: 10, FlushInterval: -1}, 0); err == nil ||
+		!strings.Contains(err.Error(), "FS") || !strings.Contains(err.Error(), "Dir") ||
+		!strings.Contains(err.Error(), "SegmentBytes") || !strings.Contains(err.Error(), "FlushInterval") {
+		t.Fatalf("bad options: %v (want every field reported)", err)
+	}
+	o, _ := newLog(t, wal.MinSegmentBytes)
+	w := openWriter(t, o, 1000)
+	appendRandom(t, w, newRand(t), 5)
+	end := w.Head()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []wal.LSN{999, end + 1} {
+		if w, err := wal.Open(o, at); err == nil {
+			w.Close()
+			t.Fatalf("Open at %d outside the log [1000, %d] succeeded", at, end)
+		}
+	}
+}
