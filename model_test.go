@@ -44,7 +44,6 @@ type modelTxn struct {
 	dels   map[string]bool
 	start  int // commit counter at Begin
 	doomed bool
-	iters  []*bwkv.Iter
 }
 
 type modelSnap struct {

@@ -1,0 +1,190 @@
+package bwkv_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bwkv/bwkv"
+	"github.com/tidwall/btree"
+)
+
+// Microbenchmarks of the hot paths (BENCH.md "Go microbenchmarks"), with a
+// reference in-memory B-tree (tidwall/btree) doing the same lookups and
+// copying the value out, as the floor bwkv's read path is compared with.
+
+var benchSizes = []int{100_000, 1_000_000}
+
+const benchValueSize = 100
+
+func benchKey(buf []byte, i int) []byte {
+	buf = buf[:0]
+	buf = append(buf, "key"...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(i)*0x9e3779b97f4a7c15)
+	return buf[:16]
+}
+
+var benchDBs = map[int]*bwkv.DB{}
+
+func loadedDB(b *testing.B, n int) *bwkv.DB {
+	if db := benchDBs[n]; db != nil {
+		return db
+	}
+	db, err := bwkv.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := bytes.Repeat([]byte("v"), benchValueSize)
+	var kb []byte
+	for i := 0; i < n; i += 1000 {
+		err := db.Update(func(tx *bwkv.Txn) error {
+			for j := i; j < i+1000 && j < n; j++ {
+				kb = benchKey(kb, j)
+				if err := tx.Put(kb, val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	db.Checkpoint()
+	benchDBs[n] = db
+	return db
+}
+
+type kvItem struct{ k, v []byte }
+
+var benchTrees = map[int]*btree.BTreeG[kvItem]{}
+
+func loadedBTree(n int) *btree.BTreeG[kvItem] {
+	if t := benchTrees[n]; t != nil {
+		return t
+	}
+	t := btree.NewBTreeGOptions(func(a, b kvItem) bool { return bytes.Compare(a.k, b.k) < 0 }, btree.Options{NoLocks: true})
+	val := bytes.Repeat([]byte("v"), benchValueSize)
+	for i := 0; i < n; i++ {
+		t.Set(kvItem{benchKey(nil, i), val})
+	}
+	benchTrees[n] = t
+	return t
+}
+
+func BenchmarkGetAppend(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("bwkv/keys=%d", n), func(b *testing.B) {
+			db := loadedDB(b, n)
+			rng := rand.New(rand.NewPCG(1, 2))
+			kb, dst := make([]byte, 0, 16), make([]byte, 0, 256)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(n))
+				s, _ := db.NewSnapshot()
+				var err error
+				dst, err = s.GetAppend(dst[:0], kb)
+				s.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("btree/keys=%d", n), func(b *testing.B) {
+			t := loadedBTree(n)
+			rng := rand.New(rand.NewPCG(1, 2))
+			kb, dst := make([]byte, 0, 16), make([]byte, 0, 256)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(n))
+				it, ok := t.Get(kvItem{k: kb})
+				if !ok {
+					b.Fatal("missing")
+				}
+				dst = append(dst[:0], it.v...)
+			}
+		})
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			db := loadedDB(b, n)
+			rng := rand.New(rand.NewPCG(1, 2))
+			kb := make([]byte, 0, 16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(n))
+				if _, err := db.Get(kb); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkPut(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			db := loadedDB(b, n)
+			rng := rand.New(rand.NewPCG(3, 4))
+			kb := make([]byte, 0, 16)
+			val := bytes.Repeat([]byte("u"), benchValueSize)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(n))
+				if err := db.Put(kb, val); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkScan100(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("bwkv/keys=%d", n), func(b *testing.B) {
+			db := loadedDB(b, n)
+			rng := rand.New(rand.NewPCG(5, 6))
+			kb := make([]byte, 0, 16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(n))
+				s, _ := db.NewSnapshot()
+				it, _ := s.NewIter(nil)
+				c := 0
+				for ok := it.SeekGE(kb); ok && c < 100; ok = it.Next() {
+					c++
+				}
+				it.Close()
+				s.Close()
+			}
+		})
+		b.Run(fmt.Sprintf("btree/keys=%d", n), func(b *testing.B) {
+			t := loadedBTree(n)
+			rng := rand.New(rand.NewPCG(5, 6))
+			kb := make([]byte, 0, 16)
+			var dst []byte
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(n))
+				c := 0
+				t.Ascend(kvItem{k: kb}, func(it kvItem) bool {
+					dst = append(dst[:0], it.k...)
+					dst = append(dst, it.v...)
+					c++
+					return c < 100
+				})
+			}
+		})
+	}
+}
