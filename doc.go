@@ -16,9 +16,10 @@
 //
 // Get returns a slice the caller owns. GetAppend appends into the caller's
 // buffer (allocation-free when it has room). Iter.Key and Iter.Value are
-// valid until the next positioning call on that iterator. Nothing bwkv
-// hands out aliases memory it later mutates or reuses, and bwkv keeps no
-// reference to the key and value slices passed to Put.
+// valid until the next positioning call on that iterator and must not be
+// modified (they point into immutable page memory). Nothing bwkv hands out
+// aliases memory it later mutates or reuses, and bwkv keeps no reference to
+// the key and value slices passed to Put.
 //
 // # Concurrency
 //

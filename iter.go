@@ -13,10 +13,11 @@ type IterOptions struct {
 }
 
 // Iter iterates a snapshot's or transaction's view in key order, in both
-// directions. It works a leaf at a time: positioning on a leaf copies that
-// leaf's visible entries into the iterator's own buffer, so Key and Value
-// never alias engine memory. Key and Value are valid until the next
-// positioning call. An Iter is for one goroutine.
+// directions. It works a leaf at a time: positioning on a leaf collects that
+// leaf's visible entries. Key and Value are valid until the next positioning
+// call and must not be modified: they point into immutable page memory that
+// the engine never mutates or reuses (copy them to keep or change them). An
+// Iter is for one goroutine.
 type Iter struct {
 	db     *DB
 	vis    node.Visibility
@@ -24,7 +25,6 @@ type Iter struct {
 	owner  func() error // the snapshot's or txn's liveness check
 
 	// The current leaf's visible entries within bounds.
-	arena []byte
 	ents  []iterEntry
 	pos   int
 	// Fences of the leaf the entries came from (copies).
@@ -37,7 +37,7 @@ type Iter struct {
 }
 
 type iterEntry struct {
-	k0, k1, v1 int // key = arena[k0:k1], value = arena[k1:v1]
+	key, val []byte // alias immutable page memory
 }
 
 func newIter(db *DB, vis node.Visibility, o *IterOptions, owner func() error) *Iter {
@@ -84,17 +84,13 @@ func (it *Iter) load(p *node.Page, from, to []byte) {
 	if b.High != nil && (hi == nil || bytes.Compare(b.High, hi) < 0) {
 		hi = b.High
 	}
-	it.arena = it.arena[:0]
+	clear(it.ents) // drop references to the previous leaf
 	it.ents = it.ents[:0]
 	it.pageLow = append(it.pageLow[:0], b.Low...)
 	it.pageHasHigh = b.High != nil
 	it.pageHigh = append(it.pageHigh[:0], b.High...)
 	p.Visible(lo, hi, it.vis, func(k, v []byte) {
-		k0 := len(it.arena)
-		it.arena = append(it.arena, k...)
-		k1 := len(it.arena)
-		it.arena = append(it.arena, v...)
-		it.ents = append(it.ents, iterEntry{k0, k1, len(it.arena)})
+		it.ents = append(it.ents, iterEntry{k[:len(k):len(k)], v[:len(v):len(v)]})
 	})
 }
 
@@ -223,8 +219,7 @@ func (it *Iter) Key() []byte {
 	if !it.valid {
 		return nil
 	}
-	e := it.ents[it.pos]
-	return it.arena[e.k0:e.k1:e.k1]
+	return it.ents[it.pos].key
 }
 
 // Value returns the current value, valid until the next positioning call.
@@ -232,8 +227,7 @@ func (it *Iter) Value() []byte {
 	if !it.valid {
 		return nil
 	}
-	e := it.ents[it.pos]
-	return it.arena[e.k1:e.v1:e.v1]
+	return it.ents[it.pos].val
 }
 
 // Error returns the error that stopped the iterator, if any.
@@ -246,6 +240,6 @@ func (it *Iter) Close() error {
 	}
 	it.closed = true
 	it.valid = false
-	it.arena, it.ents = nil, nil
+	it.ents = nil
 	return nil
 }

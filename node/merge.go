@@ -86,8 +86,12 @@ func (p *Page) mergedRun(lo, hi []byte, scratch []ver, fn func(key []byte, vs []
 // visible version under vis is not a tombstone. Slices passed to fn alias
 // immutable page memory.
 func (p *Page) Visible(lo, hi []byte, vis Visibility, fn func(key, val []byte)) {
-	var scratch [32]ver
 	var mask maskSet
+	if p.Head == nil {
+		p.baseVisible(lo, hi, vis, &mask, fn)
+		return
+	}
+	var scratch [32]ver
 	p.mergedRun(lo, hi, scratch[:0], func(key []byte, vs []ver) {
 		mask.reset()
 		for _, v := range vs {
@@ -185,4 +189,40 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 		}
 	}
 	return bd.Finish(low, high, sibling, 0)
+}
+
+// baseVisible is Visible for a page without a chain: one pass over the
+// base's entries, no merging.
+func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, fn func(key, val []byte)) {
+	b := p.Base
+	i := 0
+	if lo != nil {
+		i = b.Search(lo)
+	}
+	n := b.Len()
+	for i < n {
+		key := b.KeyAt(i)
+		if hi != nil && bytes.Compare(key, hi) >= 0 {
+			return
+		}
+		mask.reset()
+		done := false
+		for ; i < n; i++ {
+			e := b.At(i)
+			if !bytes.Equal(e.Key, key) {
+				break
+			}
+			switch {
+			case done:
+			case e.Flags&delta.CLR != 0:
+				mask.add(e.TxID)
+			case mask.has(e.TxID) || !vis.Visible(e.TxID):
+			default:
+				if e.Flags&delta.Tombstone == 0 {
+					fn(key, e.Value)
+				}
+				done = true
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"hash/maphash"
 
 	"github.com/bwkv/bwkv/delta"
 )
@@ -16,7 +17,14 @@ type Page struct {
 	// Removed marks a page merged away: its PID no longer routes keys and a
 	// traversal that meets it restarts from the root.
 	Removed bool
+	// Filter has one bit set per chain key (a 64-bit Bloom filter with one
+	// hash): a point read whose bit is clear skips the chain walk.
+	Filter uint64
 }
+
+var filterSeed = maphash.MakeSeed()
+
+func keyBit(key []byte) uint64 { return 1 << (maphash.Bytes(filterSeed, key) & 63) }
 
 // Visibility decides whether a version written by txid is visible to the
 // reader. Implementations must be safe for concurrent use.
@@ -33,7 +41,7 @@ func (p *Page) Covers(key []byte) bool {
 // Prepend returns a new state with d as the newest delta.
 func (p *Page) Prepend(d *delta.Delta) *Page {
 	d.Next = p.Head
-	return &Page{Base: p.Base, Head: d, Len: p.Len + 1}
+	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key)}
 }
 
 // maskSet is a tiny set of txids whose versions a CLR hides, for one key.
@@ -74,7 +82,11 @@ func (m *maskSet) reset() { m.n = 0; m.more = m.more[:0] }
 // before handing it out.
 func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 	var mask maskSet
-	for d := p.Head; d != nil; d = d.Next {
+	d := p.Head
+	if d != nil && p.Filter&keyBit(key) == 0 {
+		d = nil
+	}
+	for ; d != nil; d = d.Next {
 		if !bytes.Equal(d.Key, key) {
 			continue
 		}
