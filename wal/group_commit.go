@@ -5,18 +5,29 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/vfs"
 )
 
 // Group commit
 //
-// Sync is a leader/follower protocol on writeMu. A caller whose LSN is not
-// yet durable queues on writeMu; the one that gets it (the leader) takes
-// every pending byte (swapping the double buffer under the append mutex, so
-// appenders are held up only for the swap), writes it, fsyncs once and
-// publishes the new durable LSN. The callers that queued behind it find
-// their LSN durable when they get the lock and return without an fsync, so
-// one fsync covers every record appended before it was issued, and the
-// batch grows with the number of concurrent committers.
+// Sync is leader/follower. A caller whose LSN is not yet durable becomes the
+// leader if no sync is in flight, and otherwise waits on syncCond. The
+// leader takes every pending byte (swapping the double buffer under the
+// append mutex, so appenders are held up only for the swap), writes it,
+// fsyncs once, publishes the new durable LSN and wakes every waiter. A
+// waiter whose LSN is now durable returns without an fsync; of the others,
+// one becomes the next leader and covers everything appended during the
+// previous fsync. One fsync thus covers every record appended before it was
+// issued, and the batch grows with the number of concurrent committers.
+//
+// Waking all waiters, rather than handing a lock from one to the next,
+// matters: with a lock hand-off a committer whose record is already durable
+// can queue behind a later leader's unrelated fsync.
+//
+// The leader holds writeMu only while it writes, and fsyncs under fsyncMu
+// alone, so appenders can keep writing to the file during the fsync (which
+// in relaxed mode may cover many megabytes). Rotation takes fsyncMu too: it
+// waits for an in-flight fsync before it closes the segment.
 
 // Sync returns once every byte below upTo is written and fsynced (upTo is
 // clamped to Head). The durable LSN always lies on a record boundary, so
@@ -30,18 +41,59 @@ func (w *Writer) Sync(upTo LSN) error {
 	if w.DurableLSN() >= upTo {
 		return nil
 	}
+	w.syncMu.Lock()
+	for {
+		if err := w.failure(); err != nil {
+			w.syncMu.Unlock()
+			return err
+		}
+		if w.DurableLSN() >= upTo {
+			w.syncMu.Unlock()
+			return nil // a leader's fsync covered it
+		}
+		if !w.syncing {
+			break
+		}
+		w.syncCond.Wait()
+	}
+	w.syncing = true
+	w.syncMu.Unlock()
+
+	err := w.lead()
+
+	w.syncMu.Lock()
+	w.syncing = false
+	w.syncCond.Broadcast()
+	w.syncMu.Unlock()
+	return err
+}
+
+// lead writes every pending byte and fsyncs it, holding writeMu only for
+// the write.
+func (w *Writer) lead() error {
 	w.writeMu.Lock()
-	defer w.writeMu.Unlock()
-	if err := w.failure(); err != nil {
-		return err
-	}
-	if w.DurableLSN() >= upTo {
-		return nil // a leader's fsync covered it
-	}
 	if w.file == nil {
+		w.writeMu.Unlock()
+		if err := w.failure(); err != nil {
+			return err
+		}
 		return ErrClosed
 	}
-	return w.syncAllLocked()
+	if err := w.flushLocked(); err != nil {
+		w.writeMu.Unlock()
+		return err
+	}
+	if w.written <= w.DurableLSN() {
+		w.writeMu.Unlock()
+		return nil
+	}
+	f, start, end, recs := w.file, w.fileStart, w.written, w.writtenRecs
+	// Taking fsyncMu before releasing writeMu keeps a rotation from
+	// closing f under the fsync (lock order: writeMu, then fsyncMu).
+	w.fsyncMu.Lock()
+	w.writeMu.Unlock()
+	defer w.fsyncMu.Unlock()
+	return w.fsync(f, start, end, recs)
 }
 
 // Flush writes every buffered record to its segment without an fsync.
@@ -58,15 +110,17 @@ func (w *Writer) Flush() error {
 }
 
 // syncAllLocked writes every pending byte and fsyncs the current segment if
-// that makes anything new durable. writeMu is held.
+// that makes anything new durable. writeMu is held (Close).
 func (w *Writer) syncAllLocked() error {
 	if err := w.flushLocked(); err != nil {
 		return err
 	}
-	if w.written > w.DurableLSN() {
-		return w.syncLocked(w.written, w.writtenRecs)
+	if w.written <= w.DurableLSN() {
+		return nil
 	}
-	return nil
+	w.fsyncMu.Lock()
+	defer w.fsyncMu.Unlock()
+	return w.fsync(w.file, w.fileStart, w.written, w.writtenRecs)
 }
 
 // flushLocked moves the pending bytes to the files, rotating segments at
@@ -120,24 +174,30 @@ func (w *Writer) writeAt(p []byte, lsn LSN) error {
 	return nil
 }
 
-// syncLocked fsyncs the current segment, which holds every byte below end
-// (records below recs), and publishes end as durable.
-func (w *Writer) syncLocked(end LSN, recs int64) error {
+// fsync fsyncs f, the segment starting at start, which holds every byte
+// below end (and the records below recs), and publishes end as durable.
+// fsyncMu is held, which orders the fsyncs and keeps durable monotonic.
+func (w *Writer) fsync(f vfs.File, start, end LSN, recs int64) error {
 	failpoints.Hit(failpoints.WALBeforeSync)
 	t0 := time.Now()
-	if err := w.file.Sync(); err != nil {
-		return w.setFailed(fmt.Errorf("wal: sync %s: %w", segmentPath(w.dir, w.fileStart), err))
+	if err := f.Sync(); err != nil {
+		return w.setFailed(fmt.Errorf("wal: sync %s: %w", segmentPath(w.dir, start), err))
 	}
 	w.stats.syncNanos.Add(int64(time.Since(t0)))
 	failpoints.Hit(failpoints.WALAfterSync)
 	w.stats.syncs.Add(1)
-	w.stats.syncedRecords.Add(recs - w.syncedRecs)
-	w.syncedRecs = recs
-	w.durable.Store(uint64(end))
+	if recs > w.syncedRecs {
+		w.stats.syncedRecords.Add(recs - w.syncedRecs)
+		w.syncedRecs = recs
+	}
+	if end > w.DurableLSN() {
+		w.durable.Store(uint64(end))
+	}
 	return nil
 }
 
 // rotateLocked closes the current segment and starts the one at b.
+// writeMu is held.
 //
 // Segment N is fsynced before N+1 is created: the reader treats a bad
 // record in any segment but the last as corruption, so once N+1 can exist
@@ -145,8 +205,10 @@ func (w *Writer) syncLocked(end LSN, recs int64) error {
 // the create, before any byte goes into N+1, so a segment that holds an
 // acknowledged commit always has a durable directory entry.
 func (w *Writer) rotateLocked(b bound) error {
+	w.fsyncMu.Lock() // also waits out a leader's fsync of this file
+	defer w.fsyncMu.Unlock()
 	if w.DurableLSN() < b.lsn {
-		if err := w.syncLocked(b.lsn, b.records); err != nil {
+		if err := w.fsync(w.file, w.fileStart, b.lsn, b.records); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,12 +151,100 @@ func (f *hookFile) Sync() error {
 	return f.File.Sync()
 }
 
-// newLog returns writer options on a fresh directory of the OS file system
-// behind a hookFS.
+// newLog returns writer options on a fresh in-memory file system behind a
+// hookFS.
 func newLog(t testing.TB, segBytes int64) (wal.Options, *hookFS) {
+	t.Helper()
+	h := &hookFS{FS: vfs.NewMem()}
+	return wal.Options{FS: h, Dir: "/db/wal", SegmentBytes: segBytes}, h
+}
+
+// newOSLog is newLog on the OS file system.
+func newOSLog(t testing.TB, segBytes int64) (wal.Options, *hookFS) {
 	t.Helper()
 	h := &hookFS{FS: vfs.Default()}
 	return wal.Options{FS: h, Dir: filepath.Join(t.TempDir(), "wal"), SegmentBytes: segBytes}, h
+}
+
+// readFile returns the contents of a file.
+func readFile(t testing.TB, fs vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// editFile applies fn to an open read-write file and syncs it.
+func editFile(t testing.TB, fs vfs.FS, path string, fn func(f vfs.File) error) {
+	t.Helper()
+	f, err := fs.OpenReadWrite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fn(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendToFile(t testing.TB, fs vfs.FS, path string, b []byte) {
+	t.Helper()
+	editFile(t, fs, path, func(f vfs.File) error {
+		size, err := f.Size()
+		if err == nil {
+			_, err = f.WriteAt(b, size)
+		}
+		return err
+	})
+}
+
+func truncateFile(t testing.TB, fs vfs.FS, path string, size int64) {
+	t.Helper()
+	editFile(t, fs, path, func(f vfs.File) error { return f.Truncate(size) })
+}
+
+func flipBit(t testing.TB, fs vfs.FS, path string, off int64) {
+	t.Helper()
+	editFile(t, fs, path, func(f vfs.File) error {
+		b := make([]byte, 1)
+		if _, err := f.ReadAt(b, off); err != nil {
+			return err
+		}
+		b[0] ^= 0x10
+		_, err := f.WriteAt(b, off)
+		return err
+	})
+}
+
+func fileSize(t testing.TB, fs vfs.FS, path string) int64 {
+	t.Helper()
+	return int64(len(readFile(t, fs, path)))
+}
+
+// segStart returns the first LSN of the segment at path, from its name.
+func segStart(t testing.TB, path string) wal.LSN {
+	t.Helper()
+	v, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(path), ".log"), 16, 64)
+	if err != nil {
+		t.Fatalf("%s is not a segment: %v", path, err)
+	}
+	return wal.LSN(v)
 }
 
 func openWriter(t testing.TB, o wal.Options, at wal.LSN) *wal.Writer {

@@ -3,7 +3,6 @@ package wal_test
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,19 +26,15 @@ func writeLog(t *testing.T, segBytes int64, n int) (wal.Options, *hookFS, []logg
 }
 
 // snapshotFiles returns the contents of every file in the log directory.
-func snapshotFiles(t *testing.T, dir string) map[string][]byte {
+func snapshotFiles(t *testing.T, fs vfs.FS, dir string) map[string][]byte {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	names, err := fs.List(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := map[string][]byte{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m[e.Name()] = b
+	for _, name := range names {
+		m[name] = readFile(t, fs, filepath.Join(dir, name))
 	}
 	return m
 }
@@ -48,14 +43,14 @@ func snapshotFiles(t *testing.T, dir string) map[string][]byte {
 // file changed.
 func replayReadOnly(t *testing.T, o wal.Options, h *hookFS, from, frontier wal.LSN) ([]logged, wal.ReplayResult, error) {
 	t.Helper()
-	before := snapshotFiles(t, o.Dir)
+	before := snapshotFiles(t, h, o.Dir)
 	h.readOnly.Store(true)
 	got, res, err := replayAll(t, h, o.Dir, from, frontier)
 	h.readOnly.Store(false)
 	if errors.Is(err, errMutation) {
 		t.Fatalf("Replay tried to modify the log: %v", err)
 	}
-	after := snapshotFiles(t, o.Dir)
+	after := snapshotFiles(t, h, o.Dir)
 	if len(before) != len(after) {
 		t.Fatalf("Replay changed the directory")
 	}
@@ -73,86 +68,40 @@ func lastSegment(t *testing.T, o wal.Options) string {
 	return files[len(files)-1]
 }
 
-func appendToFile(t *testing.T, path string, b []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func flipBit(t *testing.T, path string, off int64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[off] ^= 0x10
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func segStart(t *testing.T, path string) wal.LSN {
-	t.Helper()
-	segs, _ := wal.Segments(vfs.Default(), filepath.Dir(path))
-	for _, s := range segs {
-		if wal.SegmentName(s) == filepath.Base(path) {
-			return s
-		}
-	}
-	t.Fatalf("%s is not a segment", path)
-	return 0
-}
-
 func TestTornTail(t *testing.T) {
 	cases := []struct {
 		name   string
-		damage func(t *testing.T, path string, last logged, size int64)
+		damage func(t *testing.T, fs vfs.FS, path string, last logged, size int64)
 		lost   int                      // records lost at the end
 		torn   func(lastSize int) int64 // torn bytes
 	}{
 		{name: "garbage appended", lost: 0, torn: func(int) int64 { return 7 },
-			damage: func(t *testing.T, path string, _ logged, _ int64) {
-				appendToFile(t, path, []byte("garbage"))
+			damage: func(t *testing.T, fs vfs.FS, path string, _ logged, _ int64) {
+				appendToFile(t, fs, path, []byte("garbage"))
 			}},
 		{name: "zeroes appended", lost: 0, torn: func(int) int64 { return 4096 },
-			damage: func(t *testing.T, path string, _ logged, _ int64) {
-				appendToFile(t, path, make([]byte, 4096))
+			damage: func(t *testing.T, fs vfs.FS, path string, _ logged, _ int64) {
+				appendToFile(t, fs, path, make([]byte, 4096))
 			}},
 		{name: "last record cut", lost: 1, torn: func(n int) int64 { return int64(n - 5) },
-			damage: func(t *testing.T, path string, _ logged, size int64) {
-				if err := os.Truncate(path, size-5); err != nil {
-					t.Fatal(err)
-				}
+			damage: func(t *testing.T, fs vfs.FS, path string, _ logged, size int64) {
+				truncateFile(t, fs, path, size-5)
 			}},
 		{name: "last record header cut", lost: 1, torn: func(int) int64 { return 10 },
-			damage: func(t *testing.T, path string, last logged, _ int64) {
-				if err := os.Truncate(path, int64(last.lsn-segStart(t, path))+10); err != nil {
-					t.Fatal(err)
-				}
+			damage: func(t *testing.T, fs vfs.FS, path string, last logged, _ int64) {
+				truncateFile(t, fs, path, int64(last.lsn-segStart(t, path))+10)
 			}},
 		{name: "bit flip in last record", lost: 1, torn: func(n int) int64 { return int64(n) },
-			damage: func(t *testing.T, path string, last logged, _ int64) {
-				flipBit(t, path, int64(last.lsn-segStart(t, path))+9) // in the txid
+			damage: func(t *testing.T, fs vfs.FS, path string, last logged, _ int64) {
+				flipBit(t, fs, path, int64(last.lsn-segStart(t, path))+9) // in the txid
 			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o, h, recs, head := writeLog(t, 16<<10, 400)
 			path := lastSegment(t, o)
-			fi, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
 			last := recs[len(recs)-1]
-			tc.damage(t, path, last, fi.Size())
+			tc.damage(t, o.FS, path, last, fileSize(t, o.FS, path))
 			keep := recs[:len(recs)-tc.lost]
 			wantEnd := head
 			if tc.lost > 0 {
@@ -200,11 +149,11 @@ func TestTornTail(t *testing.T) {
 func TestCorruption(t *testing.T) {
 	cases := []struct {
 		name     string
-		damage   func(t *testing.T, o wal.Options, files []string, recs []logged, head wal.LSN) (from, frontier wal.LSN, file string, off int64)
+		damage   func(t *testing.T, fs vfs.FS, files []string, recs []logged, head wal.LSN) (from, frontier wal.LSN, file string, off int64)
 		contains string
 	}{
 		{name: "bit flip in last segment below frontier", contains: "frontier",
-			damage: func(t *testing.T, o wal.Options, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
+			damage: func(t *testing.T, fs vfs.FS, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
 				path := files[len(files)-1]
 				base := segStart(t, path)
 				var victim logged
@@ -214,22 +163,19 @@ func TestCorruption(t *testing.T) {
 						break
 					}
 				}
-				flipBit(t, path, int64(victim.lsn-base)+9) // in the txid
+				flipBit(t, fs, path, int64(victim.lsn-base)+9) // in the txid
 				return 0, head, path, int64(victim.lsn - base)
 			}},
 		{name: "bit flip in older segment", contains: "not the last",
-			damage: func(t *testing.T, o wal.Options, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
+			damage: func(t *testing.T, fs vfs.FS, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
 				path := files[1]
-				flipBit(t, path, 3) // the first record's length
+				flipBit(t, fs, path, 3) // the first record's length
 				return 0, 0, path, 0
 			}},
 		{name: "cut older segment", contains: "not the last",
-			damage: func(t *testing.T, o wal.Options, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
+			damage: func(t *testing.T, fs vfs.FS, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
 				path := files[2]
-				fi, _ := os.Stat(path)
-				if err := os.Truncate(path, fi.Size()-1); err != nil {
-					t.Fatal(err)
-				}
+				truncateFile(t, fs, path, fileSize(t, fs, path)-1)
 				var last logged
 				for _, r := range recs {
 					if r.lsn < segStart(t, files[3]) {
@@ -239,25 +185,24 @@ func TestCorruption(t *testing.T) {
 				return 0, 0, path, int64(last.lsn - segStart(t, path))
 			}},
 		{name: "missing middle segment", contains: "missing segment",
-			damage: func(t *testing.T, o wal.Options, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
-				if err := os.Remove(files[3]); err != nil {
+			damage: func(t *testing.T, fs vfs.FS, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
+				if err := fs.Remove(files[3]); err != nil {
 					t.Fatal(err)
 				}
-				fi, _ := os.Stat(files[2])
-				return 0, 0, files[2], fi.Size()
+				return 0, 0, files[2], fileSize(t, fs, files[2])
 			}},
 		{name: "missing segment holding from", contains: "missing log",
-			damage: func(t *testing.T, o wal.Options, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
+			damage: func(t *testing.T, fs vfs.FS, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
 				from := segStart(t, files[2]) + 10
 				for _, f := range files[:3] {
-					if err := os.Remove(f); err != nil {
+					if err := fs.Remove(f); err != nil {
 						t.Fatal(err)
 					}
 				}
 				return from, head, files[3], 0
 			}},
 		{name: "log ends below frontier", contains: "below the frontier",
-			damage: func(t *testing.T, o wal.Options, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
+			damage: func(t *testing.T, fs vfs.FS, files []string, recs []logged, head wal.LSN) (wal.LSN, wal.LSN, string, int64) {
 				last := files[len(files)-1]
 				return 0, head + 1, last, int64(head - segStart(t, last))
 			}},
@@ -269,7 +214,7 @@ func TestCorruption(t *testing.T) {
 			if len(files) < 6 {
 				t.Fatalf("only %d segments", len(files))
 			}
-			from, frontier, file, off := tc.damage(t, o, files, recs, head)
+			from, frontier, file, off := tc.damage(t, o.FS, files, recs, head)
 			_, _, err := replayReadOnly(t, o, h, from, frontier)
 			var c *wal.CorruptionError
 			if !errors.As(err, &c) {
@@ -287,10 +232,10 @@ func TestCorruption(t *testing.T) {
 func TestObsoleteSegmentsSkipGapCheck(t *testing.T) {
 	o, h, recs, head := writeLog(t, wal.MinSegmentBytes, 400)
 	files := segmentFiles(t, o)
-	if err := os.Remove(files[1]); err != nil {
+	if err := o.FS.Remove(files[1]); err != nil {
 		t.Fatal(err)
 	}
-	flipBit(t, files[2], 5)
+	flipBit(t, o.FS, files[2], 5)
 	from := segStart(t, files[3])
 	got, res, err := replayReadOnly(t, o, h, from, from)
 	if err != nil {
@@ -307,8 +252,8 @@ func TestObsoleteSegmentsSkipGapCheck(t *testing.T) {
 }
 
 func TestReplayEmpty(t *testing.T) {
-	fs := vfs.Default()
-	dir := filepath.Join(t.TempDir(), "none")
+	fs := vfs.NewMem()
+	dir := "/db/wal"
 	res, err := wal.Replay(fs, dir, 0, 0, nil)
 	if err != nil || res.End != 0 || len(res.Segments) != 0 {
 		t.Fatalf("missing directory: %+v, %v", res, err)

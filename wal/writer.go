@@ -91,7 +91,10 @@ func (o *Options) validate() error {
 // into the pending buffer and nothing else: it is never held across a file
 // write or an fsync. writeMu is held by the one goroutine that moves pending
 // bytes to the files (writes, rotation, fsync): the group-commit leader,
-// Flush, an appender relieving a full buffer, or the relaxed-mode flusher.
+// Flush, an appender relieving a full buffer, or Close. fsyncMu is held
+// across an fsync, which runs outside writeMu. syncMu and syncCond elect the
+// group-commit leader (group_commit.go). Lock order: writeMu, fsyncMu, mu;
+// syncMu is never held while taking another lock.
 type Writer struct {
 	fs       vfs.FS
 	dir      string
@@ -106,7 +109,7 @@ type Writer struct {
 	closed   bool       // mu
 
 	head    atomic.Uint64 // written under mu: just past the last appended record
-	durable atomic.Uint64 // written under writeMu: every byte below is fsynced
+	durable atomic.Uint64 // written under fsyncMu: every byte below is fsynced
 	fail    atomic.Pointer[failure]
 
 	writeMu     sync.Mutex
@@ -114,9 +117,15 @@ type Writer struct {
 	fileStart   LSN      // writeMu: its first LSN
 	written     LSN      // writeMu: every byte below is written to a file
 	writtenRecs int64    // writeMu: records below written
-	syncedRecs  int64    // writeMu: records below durable
 	spare       []byte   // writeMu: the other half of the double buffer
 	spareBounds []bound  // writeMu
+
+	fsyncMu    sync.Mutex // held across every segment fsync; see group_commit.go
+	syncedRecs int64      // fsyncMu: records below durable
+
+	syncMu   sync.Mutex
+	syncCond sync.Cond // L = &syncMu; broadcast when a leader finishes
+	syncing  bool      // syncMu: a Sync leader is writing and fsyncing
 
 	recycleMu sync.Mutex // serializes Recycle calls
 
@@ -154,7 +163,12 @@ func Open(o Options, at LSN) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{fs: o.FS, dir: o.Dir, segBytes: o.SegmentBytes, startLSN: at}
+	w := &Writer{fs: o.FS, dir: o.Dir, segBytes: o.SegmentBytes, startLSN: at,
+		// Sized so a steady stream fits without growing the buffers.
+		buf:   make([]byte, 0, 2*softFlushBytes),
+		spare: make([]byte, 0, 2*softFlushBytes),
+	}
+	w.syncCond.L = &w.syncMu
 	if len(segs) == 0 {
 		if err := w.createSegment(at); err != nil {
 			return nil, err

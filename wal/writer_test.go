@@ -13,7 +13,7 @@ import (
 
 func TestRoundTripAcrossRotations(t *testing.T) {
 	rng := newRand(t)
-	o, _ := newLog(t, wal.MinSegmentBytes)
+	o, _ := newOSLog(t, wal.MinSegmentBytes)
 	w := openWriter(t, o, 0)
 	want := appendRandom(t, w, rng, 1500)
 	if err := w.Sync(w.Head()); err != nil {
