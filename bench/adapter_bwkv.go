@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/bwkv/bwkv"
+)
+
+// bwkv settings (BENCH.md fairness): Compression off, CacheBytes = the
+// shared budget, BlobThreshold = the shared value-separation threshold,
+// Durability Relaxed / Sync. Updates are read-modify-write transactions;
+// ErrConflict counts in err_op. Reads use a fresh snapshot each (the hot
+// path DESIGN.md §2 promises allocation-free) and GetAppend into the
+// worker's buffer. Settle is DB.Checkpoint. Everything else is the engine's
+// default.
+
+func init() {
+	Register("bwkv", openBwkv)
+	conflictErrs = append(conflictErrs, bwkv.ErrConflict)
+}
+
+type bwkvEngine struct {
+	db   *bwkv.DB
+	sync bool
+	bufs sync.Pool // *[]byte scratch for the get of a read-modify-write
+}
+
+func openBwkv(cfg Config) (Engine, error) {
+	dur := bwkv.DurabilityRelaxed
+	if cfg.Durability == Durable {
+		dur = bwkv.DurabilitySync
+	}
+	db, err := bwkv.Open(cfg.Dir, &bwkv.Options{
+		Durability:    dur,
+		CacheBytes:    cfg.CacheBytes,
+		BlobThreshold: cfg.ValueThreshold,
+		Compression:   false,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &bwkvEngine{db: db, sync: cfg.Durability == Durable}
+	e.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	return e, nil
+}
+
+func (e *bwkvEngine) Read(dst, key []byte, path ReadPath) ([]byte, error) {
+	if path == RWTxn {
+		tx, err := e.db.Begin()
+		if err != nil {
+			return dst, err
+		}
+		dst, err = tx.GetAppend(dst, key)
+		if err != nil {
+			tx.Rollback()
+			return dst, mapBwkvErr(err)
+		}
+		return dst, tx.Commit()
+	}
+	snap, err := e.db.NewSnapshot()
+	if err != nil {
+		return dst, err
+	}
+	dst, err = snap.GetAppend(dst, key)
+	if cerr := snap.Close(); err == nil {
+		err = cerr
+	}
+	return dst, mapBwkvErr(err)
+}
+
+func mapBwkvErr(err error) error {
+	if errors.Is(err, bwkv.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+func (e *bwkvEngine) Update(key, value []byte) error {
+	tx, err := e.db.Begin()
+	if err != nil {
+		return err
+	}
+	bp := e.bufs.Get().(*[]byte)
+	*bp, err = tx.GetAppend((*bp)[:0], key)
+	e.bufs.Put(bp)
+	if err != nil && !errors.Is(err, bwkv.ErrNotFound) {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Put(key, value); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (e *bwkvEngine) Scan(lo, hi []byte, limit int, path ReadPath) (int, error) {
+	opts := &bwkv.IterOptions{LowerBound: lo, UpperBound: hi}
+	var it *bwkv.Iter
+	var err error
+	var finish func() error
+	if path == RWTxn {
+		tx, berr := e.db.Begin()
+		if berr != nil {
+			return 0, berr
+		}
+		it, err = tx.NewIter(opts)
+		finish = tx.Commit
+		if err != nil {
+			tx.Rollback()
+			return 0, err
+		}
+	} else {
+		snap, serr := e.db.NewSnapshot()
+		if serr != nil {
+			return 0, serr
+		}
+		it, err = snap.NewIter(opts)
+		finish = snap.Close
+		if err != nil {
+			snap.Close()
+			return 0, err
+		}
+	}
+	n, sink := 0, 0
+	for ok := it.SeekGE(lo); ok && n < limit; ok = it.Next() {
+		sink += int(it.Key()[0]) + len(it.Value())
+		n++
+	}
+	_ = sink
+	err = it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if ferr := finish(); err == nil {
+		err = ferr
+	}
+	return n, err
+}
+
+func (e *bwkvEngine) Begin() (Batch, error) {
+	tx, err := e.db.Begin()
+	if err != nil {
+		return nil, err
+	}
+	return bwkvBatch{tx}, nil
+}
+
+type bwkvBatch struct{ tx *bwkv.Txn }
+
+func (b bwkvBatch) Put(key, value []byte) error { return b.tx.Put(key, value) }
+func (b bwkvBatch) Commit() error               { return b.tx.Commit() }
+func (b bwkvBatch) Rollback() error {
+	err := b.tx.Rollback()
+	if errors.Is(err, bwkv.ErrTxnDone) {
+		return nil
+	}
+	return err
+}
+
+// Settle cuts and publishes a checkpoint (DESIGN.md §5).
+func (e *bwkvEngine) Settle() error { return e.db.Checkpoint() }
+
+func (e *bwkvEngine) Info() Info {
+	d := "bwkv.DurabilityRelaxed"
+	if e.sync {
+		d = "bwkv.DurabilitySync"
+	}
+	return Info{
+		Durability: d,
+		UpdateMode: "rmw_txn",
+		Settings:   "Compression=false; CacheBytes = budget; BlobThreshold = threshold",
+	}
+}
+
+func (e *bwkvEngine) Close() error { return e.db.Close() }

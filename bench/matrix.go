@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Profile is a key/value size pair (BENCH.md: P1 16/128, P2 32/1024,
+// P3 32/4096, P4 32/16384).
+type Profile struct{ KeySize, ValueSize int }
+
+// Profiles are BENCH.md's named profiles.
+var Profiles = map[string]Profile{
+	"P1": {16, 128}, "P2": {32, 1024}, "P3": {32, 4096}, "P4": {32, 16384},
+}
+
+// ParseProfile accepts a name (P2) or key/value sizes (32/1024).
+func ParseProfile(s string) (Profile, error) {
+	s = strings.TrimSpace(s)
+	if p, ok := Profiles[strings.ToUpper(s)]; ok {
+		return p, nil
+	}
+	k, v, ok := strings.Cut(s, "/")
+	if ok {
+		ki, err1 := strconv.Atoi(k)
+		vi, err2 := strconv.Atoi(v)
+		if err1 == nil && err2 == nil && ki > 0 && vi > 0 {
+			return Profile{ki, vi}, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("invalid profile %q (P1..P4 or KEY/VALUE)", s)
+}
+
+// MatrixOptions are the flags of `kvbench matrix`.
+type MatrixOptions struct {
+	Engines     []string
+	Workloads   []string
+	Threads     []int
+	Profiles    []Profile
+	PrefillKeys int
+	WarmupSecs  int
+	MeasureSecs int
+	Repeats     int
+	ReadPath    string
+	Durability  string
+	Path        string // base directory; each run gets a fresh subdirectory
+	ResultFile  string
+	OutDir      string // report.md and chart.png
+	CacheBytes  int64
+	ValueThresh int
+	Exe         string // the kvbench binary the children run (default: this one)
+	Progress    bool
+}
+
+// MatrixRun is one child run of the plan.
+type MatrixRun struct {
+	Repeat   int
+	Engine   string
+	Workload string
+	Threads  int
+	Profile  Profile
+}
+
+// Rotate returns engines rotated left by r (the order of repeat r).
+func Rotate(engines []string, r int) []string {
+	n := len(engines)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range engines {
+		out[i] = engines[(i+r)%n]
+	}
+	return out
+}
+
+// Plan lists the runs in execution order: repeat, then profile, threads
+// and workload, then the engines in the repeat's rotated order.
+func (o *MatrixOptions) Plan() []MatrixRun {
+	var plan []MatrixRun
+	for r := 0; r < o.Repeats; r++ {
+		order := Rotate(o.Engines, r)
+		for _, p := range o.Profiles {
+			for _, t := range o.Threads {
+				for _, w := range o.Workloads {
+					for _, e := range order {
+						plan = append(plan, MatrixRun{Repeat: r, Engine: e, Workload: w, Threads: t, Profile: p})
+					}
+				}
+			}
+		}
+	}
+	return plan
+}
+
+// childArgs are the `kvbench run` arguments of one run.
+func (o *MatrixOptions) childArgs(m MatrixRun, dir string) []string {
+	return []string{
+		"run",
+		"--engine", m.Engine, "--workload", m.Workload,
+		"--threads", strconv.Itoa(m.Threads),
+		"--key-size", strconv.Itoa(m.Profile.KeySize), "--value-size", strconv.Itoa(m.Profile.ValueSize),
+		"--prefill-keys", strconv.Itoa(o.PrefillKeys),
+		"--warmup-secs", strconv.Itoa(o.WarmupSecs), "--measure-secs", strconv.Itoa(o.MeasureSecs),
+		"--read-path", o.ReadPath, "--durability", o.Durability,
+		"--cache-bytes", strconv.FormatInt(o.CacheBytes, 10),
+		"--value-threshold", strconv.Itoa(o.ValueThresh),
+		"--repeat", strconv.Itoa(m.Repeat),
+		"--result-file", o.ResultFile,
+		"--path", dir,
+		"--progress=false",
+	}
+}
+
+// Matrix runs the plan, each run in a fresh child process (`kvbench run`)
+// and a fresh directory under o.Path, so no engine inherits another's heap,
+// page cache warmth in the process, or goroutines. Each child's stdout line
+// is copied to out. A failed child is reported and the matrix goes on; the
+// error lists every failure.
+func Matrix(o MatrixOptions, out io.Writer) error {
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Exe = exe
+	}
+	if err := os.MkdirAll(o.Path, 0o755); err != nil {
+		return err
+	}
+	plan := o.Plan()
+	bar := NewProgress(o.Progress, int64(len(plan)), "matrix")
+	var failures []error
+	start := time.Now()
+	for i, m := range plan {
+		dir := filepath.Join(o.Path, fmt.Sprintf("r%d-%s-t%d-%d_%d-%s", m.Repeat, m.Workload, m.Threads,
+			m.Profile.KeySize, m.Profile.ValueSize, m.Engine))
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		args := o.childArgs(m, dir)
+		cmd := exec.Command(o.Exe, args...)
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			fmt.Fprintf(out, "[%d/%d %s] %s\n", i+1, len(plan), time.Since(start).Round(time.Second), sc.Text())
+		}
+		if err := cmd.Wait(); err != nil {
+			failures = append(failures, fmt.Errorf("%s %s t%d r%d: %w", m.Engine, m.Workload, m.Threads, m.Repeat, err))
+			fmt.Fprintf(out, "[%d/%d] FAILED: %s %s\n", i+1, len(plan), o.Exe, strings.Join(args, " "))
+		}
+		os.RemoveAll(dir) // a child killed mid-run leaves its directory
+		bar.Add(1)
+	}
+	bar.Done()
+	return errors.Join(failures...)
+}

@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func row(engine, w string, threads int, ops, p99 float64) Result {
+	return Result{Engine: engine, WorkloadID: w, Threads: threads, KeySize: 32, ValueSize: 1024,
+		PrefillKeys: 200000, ReadPath: "snapshot", Durability: "relaxed", Distribution: "uniform",
+		Ops: ops, HDRP99: p99, P99: 1 << 4}
+}
+
+// synthetic builds a matrix with known answers:
+//
+//	W1 t1: bwkv 205 vs 100 ops (2.05x, win), p99 10 vs 20 (0.5x, win)
+//	W1 t2: bwkv 300 vs 100 ops (3x, win), p99 30 vs 20 (1.5x, loss)
+//	W3 t1: bwkv ops 50/100/150 (CV 50%): marked, ratio 1.0
+//	W6 t1: pebble p99 10/20/30 (CV 50%): marked, ops ratio 0.5
+func synthetic() []Result {
+	var rows []Result
+	add := func(e, w string, th int, ops, p99 []float64) {
+		for i := range ops {
+			rows = append(rows, row(e, w, th, ops[i], p99[i]))
+		}
+	}
+	add("bwkv", "W1", 1, []float64{200, 210, 205}, []float64{10, 10, 10})
+	add("pebble", "W1", 1, []float64{100, 100, 100}, []float64{20, 20, 20})
+	add("bwkv", "W1", 2, []float64{300, 300, 300}, []float64{30, 30, 30})
+	add("pebble", "W1", 2, []float64{100, 100, 100}, []float64{20, 20, 20})
+	add("bwkv", "W3", 1, []float64{50, 100, 150}, []float64{10, 10, 10})
+	add("pebble", "W3", 1, []float64{100, 100, 100}, []float64{10, 10, 10})
+	add("bwkv", "W6", 1, []float64{50, 50, 50}, []float64{10, 10, 10})
+	add("pebble", "W6", 1, []float64{100, 100, 100}, []float64{10, 20, 30})
+	for i := range rows {
+		if rows[i].Engine == "pebble" {
+			rows[i].UpdateMode = "blind_set"
+		}
+	}
+	return rows
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestMedianCV(t *testing.T) {
+	if Median([]float64{3, 1, 2}) != 2 || Median([]float64{4, 1, 3, 2}) != 2.5 || Median(nil) != 0 {
+		t.Fatal("median")
+	}
+	if !near(CV([]float64{1, 2, 3}), 0.5) || CV([]float64{5}) != 0 {
+		t.Fatalf("CV = %v", CV([]float64{1, 2, 3}))
+	}
+}
+
+func TestCompareSynthetic(t *testing.T) {
+	o := DefaultReportOptions()
+	c := Compare(Aggregate(synthetic(), o), "bwkv", "pebble", o)
+	if len(c.Cases) != 4 {
+		t.Fatalf("%d cases", len(c.Cases))
+	}
+	byW := map[string]Summary{}
+	for _, s := range c.PerWorkload {
+		byW[s.Workload] = s
+	}
+	w1 := byW["W1"]
+	if w1.WinsOps != 2 || w1.Cases != 2 || w1.WinsP99 != 1 || w1.Gated != 0 {
+		t.Errorf("W1 summary %+v", w1)
+	}
+	if !near(w1.MedOpsRatio, (2.05+3)/2) || !near(w1.MedP99Ratio, 1.0) {
+		t.Errorf("W1 ratios ops %.4f p99 %.4f", w1.MedOpsRatio, w1.MedP99Ratio)
+	}
+	w3 := byW["W3"]
+	if w3.Cases != 0 || w3.Gated != 1 || w3.WinsOps != 0 || !near(w3.MedOpsRatio, 1) {
+		t.Errorf("W3 summary %+v", w3)
+	}
+	w6 := byW["W6"]
+	if w6.Gated != 1 || !near(w6.MedOpsRatio, 0.5) {
+		t.Errorf("W6 summary %+v", w6)
+	}
+	all := c.All
+	if all.Total != 4 || all.Cases != 2 || all.WinsOps != 2 || all.WinsP99 != 1 || all.Gated != 2 {
+		t.Errorf("all %+v", all)
+	}
+	if !near(all.MedOpsRatio, (1.0+2.05)/2) {
+		t.Errorf("all ops ratio %.4f", all.MedOpsRatio)
+	}
+	// Order follows BENCH.md's workload table.
+	if c.PerWorkload[0].Workload != "W1" || c.PerWorkload[2].Workload != "W6" {
+		t.Errorf("order %+v", c.PerWorkload)
+	}
+}
+
+func TestCompareLog2P99(t *testing.T) {
+	o := DefaultReportOptions()
+	o.P99 = "log2"
+	c := Compare(Aggregate(synthetic(), o), "bwkv", "pebble", o)
+	// Every row has log2 p99 = 16: no p99 wins, ratio 1, and no p99 CV.
+	if c.All.WinsP99 != 0 || !near(c.All.MedP99Ratio, 1) || c.All.Gated != 1 {
+		t.Fatalf("all %+v", c.All)
+	}
+}
+
+func TestWriteReportAndChart(t *testing.T) {
+	rows := synthetic()
+	var sb strings.Builder
+	if err := WriteReport(&sb, rows, DefaultReportOptions()); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, want := range []string{
+		"## bwkv vs pebble",
+		"| W1 | 2/2 | 2.52x | 1/2 | 1.00x | 0/2 |",
+		"| **all** | 2/2 | 1.52x | 1/2 |",
+		"blind sets",
+		"* bwkv ops CV 50%",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, name := range []string{"c.png", "c.svg"} {
+		files, err := WriteChart(filepath.Join(t.TempDir(), name), rows, DefaultReportOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(files[0])
+		if err != nil || st.Size() < 1000 {
+			t.Fatalf("chart %s: %v", name, err)
+		}
+	}
+}
+
+func TestMatrixPlanRotates(t *testing.T) {
+	o := MatrixOptions{Engines: []string{"a", "b", "c"}, Workloads: []string{"W1"}, Threads: []int{1},
+		Profiles: []Profile{{32, 1024}}, Repeats: 3}
+	plan := o.Plan()
+	var got []string
+	for _, m := range plan {
+		got = append(got, m.Engine)
+	}
+	if strings.Join(got, "") != "abcbcacab" {
+		t.Fatalf("order %v", got)
+	}
+	if p, err := ParseProfile("p2"); err != nil || p != (Profile{32, 1024}) {
+		t.Fatalf("P2 = %v %v", p, err)
+	}
+	if p, err := ParseProfile("16/128"); err != nil || p != (Profile{16, 128}) {
+		t.Fatalf("16/128 = %v %v", p, err)
+	}
+}
