@@ -3,6 +3,8 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,8 +158,8 @@ func Open(o Options, at LSN) (*Writer, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("wal: create %s: %w", o.Dir, err)
+	if err := mkdirDurable(o.FS, o.Dir); err != nil {
+		return nil, err
 	}
 	segs, err := Segments(o.FS, o.Dir)
 	if err != nil {
@@ -185,6 +187,38 @@ func Open(o Options, at LSN) (*Writer, error) {
 		go w.flushLoop(o.FlushInterval)
 	}
 	return w, nil
+}
+
+// mkdirDurable creates dir and its missing parents and fsyncs the parent of
+// each directory it created, so that the directory survives a power loss
+// along with the segments synced into it.
+func mkdirDurable(fs vfs.FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("wal: stat %s: %w", d, err)
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	for _, d := range created {
+		if parent := filepath.Dir(d); parent != d {
+			if err := fs.SyncDir(parent); err != nil {
+				return fmt.Errorf("wal: sync dir %s after creating %s: %w", parent, d, err)
+			}
+		}
+	}
+	return nil
 }
 
 // createSegment creates the segment starting at lsn, makes its directory

@@ -13,7 +13,7 @@ import (
 
 func TestRoundTripAcrossRotations(t *testing.T) {
 	rng := newRand(t)
-	o, _ := newOSLog(t, wal.MinSegmentBytes)
+	o, _ := newOSLog(t, 16<<10)
 	w := openWriter(t, o, 0)
 	want := appendRandom(t, w, rng, 1500)
 	if err := w.Sync(w.Head()); err != nil {
@@ -25,7 +25,7 @@ func TestRoundTripAcrossRotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := w.Stats()
-	if st.Rotations < 20 {
+	if st.Rotations < 10 {
 		t.Fatalf("only %d rotations", st.Rotations)
 	}
 	if st.Records != int64(len(want)) || st.Bytes != int64(head) {
