@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // bbolt settings (BENCH.md fairness): one bucket in one file; bbolt does not
@@ -114,7 +115,7 @@ func (b *bboltBatch) Put(key, value []byte) error {
 func (b *bboltBatch) Commit() error { return b.tx.Commit() }
 func (b *bboltBatch) Rollback() error {
 	err := b.tx.Rollback()
-	if errors.Is(err, bolt.ErrTxClosed) {
+	if errors.Is(err, bolterrors.ErrTxClosed) {
 		return nil
 	}
 	return err

@@ -67,13 +67,12 @@ func uintValue(s metrics.Sample) uint64 {
 
 // RuntimeDelta is what happened between two samples.
 type RuntimeDelta struct {
-	GCCPUFraction  float64 // GC CPU over all CPU available to the process
-	GCPauseP99     time.Duration
-	GCPauses       uint64
-	GCPauseTotal   time.Duration // estimated from bucket midpoints
-	AllocBytes     uint64
-	AllocObjects   uint64
-	pauseBucketsHi []float64
+	GCCPUFraction float64 // GC CPU over all CPU available to the process
+	GCPauseP99    time.Duration
+	GCPauses      uint64
+	GCPauseTotal  time.Duration // estimated from bucket midpoints
+	AllocBytes    uint64
+	AllocObjects  uint64
 }
 
 // Sub returns the delta from earlier sample a to r.

@@ -254,7 +254,7 @@ func cmdReport(args []string) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return errors.New("usage: kvbench report [flags] RESULTS.csv...")
+		return errors.New("usage: kvbench report [flags] RESULTS.csv [...]")
 	}
 	return writeReport(fs.Args(), *out, ro.get())
 }
