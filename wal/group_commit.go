@@ -60,6 +60,9 @@ func (w *Writer) Sync(upTo LSN) error {
 	w.syncMu.Unlock()
 
 	err := w.lead()
+	if err == ErrClosed && w.DurableLSN() >= upTo {
+		err = nil // Close's final fsync covered it
+	}
 
 	w.syncMu.Lock()
 	w.syncing = false

@@ -25,7 +25,7 @@ func (e *CorruptionError) Error() string {
 
 // ReplayResult describes the log a Replay read.
 type ReplayResult struct {
-	// Records is the number of records passed to the callback.
+	// Records is the number of valid records read (from from on).
 	Records int64
 	// End is where valid data ends: the Writer continues the log here
 	// (Open(o, End)).
@@ -60,7 +60,7 @@ const readChunk = 1 << 20
 //
 // The *Record passed to fn and the slices in it are valid only until fn
 // returns; fn must copy what it keeps. An error from fn stops the replay
-// and is returned wrapped.
+// and is returned wrapped. A nil fn only validates and measures the log.
 func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Record) error) (ReplayResult, error) {
 	if from > frontier {
 		return ReplayResult{}, fmt.Errorf("wal: replay %s from %d: beyond the frontier %d", dir, from, frontier)
@@ -70,13 +70,14 @@ func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Recor
 		return ReplayResult{}, err
 	}
 	res := ReplayResult{Segments: segs, End: from}
-	// The first segment to read is the last one starting at or below from;
-	// the ones before it end at or below from.
-	first := len(segs)
-	for first > 0 && segs[first-1] > from {
-		first--
+	// The first segment to read is the last one starting at or below from
+	// (-1: none); the ones before it end at or below from.
+	first := -1
+	for i, s := range segs {
+		if s <= from {
+			first = i
+		}
 	}
-	first--
 	switch {
 	case first >= 0:
 		res.Obsolete = first
@@ -171,9 +172,10 @@ func (r *replayer) segment(seg, start LSN, last bool) error {
 			r.res.TornBytes = size - off
 			return nil
 		}
-		lsn := seg + LSN(off)
-		if err := r.fn(lsn, &r.rec); err != nil {
-			return fmt.Errorf("wal: replay %s at %d: %w", path, off, err)
+		if r.fn != nil {
+			if err := r.fn(seg+LSN(off), &r.rec); err != nil {
+				return fmt.Errorf("wal: replay %s at %d: %w", path, off, err)
+			}
 		}
 		r.res.Records++
 		off += int64(len(b))
@@ -193,7 +195,7 @@ type window struct {
 	f    vfs.File
 	size int64
 	path string
-	buf  []byte // file bytes [bufOff, bufOff+len(buf))
+	buf  []byte // the file's bytes [off, off+len(buf))
 	off  int64
 }
 

@@ -317,3 +317,110 @@ func TestOpenRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentStress runs committers, bulk appenders (whose large records
+// make Append write the buffer out and rotate while a leader fsyncs),
+// Flush and Recycle at once, then Close in the middle. Every record whose
+// Sync returned nil must replay; calls after Close fail with ErrClosed.
+func TestConcurrentStress(t *testing.T) {
+	for _, relaxed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sync", true: "relaxed"}[relaxed], func(t *testing.T) {
+			o, h := newLog(t, 1<<20)
+			h.syncDelay = 100 * time.Microsecond
+			o.Relaxed, o.FlushInterval = relaxed, time.Millisecond
+			w := openWriter(t, o, 0)
+			var (
+				mu      sync.Mutex
+				durable = map[wal.LSN]bool{} // records whose Sync returned nil
+				wg      sync.WaitGroup
+				stop    = make(chan struct{})
+			)
+			worker := func(c int, big bool) {
+				defer wg.Done()
+				r := wal.Record{Type: wal.Commit, TxID: wal.TxID(c)}
+				if big {
+					r = wal.Record{Type: wal.Put, TxID: wal.TxID(c), Key: []byte("k"), Value: make([]byte, 100<<10)}
+				}
+				for i := 0; ; i++ {
+					lsn, err := w.Append(&r)
+					if errors.Is(err, wal.ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if big && i%8 != 7 {
+						continue
+					}
+					switch err := w.Sync(lsn + 1); {
+					case err == nil:
+						mu.Lock()
+						durable[lsn] = true
+						mu.Unlock()
+					case errors.Is(err, wal.ErrClosed):
+						return
+					default:
+						t.Error(err)
+						return
+					}
+				}
+			}
+			for c := range 6 {
+				wg.Add(1)
+				go worker(c, c < 2)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := w.Flush(); err != nil && !errors.Is(err, wal.ErrClosed) {
+						t.Error(err)
+					}
+					if err := w.Recycle(w.DurableLSN() / 2); err != nil && !errors.Is(err, wal.ErrClosed) {
+						t.Error(err)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			for w.Stats().Rotations < 8 {
+				time.Sleep(time.Millisecond)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			close(stop)
+			wg.Wait()
+			st := w.Stats()
+			if st.Durable != st.Head {
+				t.Fatalf("after Close durable %d, head %d", st.Durable, st.Head)
+			}
+			segs, err := wal.Segments(o.FS, o.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[wal.LSN]bool{}
+			res, err := wal.Replay(o.FS, o.Dir, segs[0], st.Head, func(lsn wal.LSN, _ *wal.Record) error {
+				seen[lsn] = true
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.End != st.Head || res.Records == 0 {
+				t.Fatalf("replay %+v, head %d", res, st.Head)
+			}
+			for lsn := range durable {
+				if lsn >= segs[0] && !seen[lsn] {
+					t.Fatalf("synced record at %d not replayed", lsn)
+				}
+			}
+			t.Logf("%d records, %d rotations, %d syncs, %d recycled", st.Records, st.Rotations, st.Syncs, st.RecycledSegments)
+		})
+	}
+}
