@@ -58,6 +58,10 @@
 // rotation, so the caller can validate everything it read before anything
 // changes.
 //
+// Failpoints: failpoints.ManifestAppend fires after a record is written
+// and before its fsync; failpoints.ManifestRotate after the new manifest
+// file and its directory entry are durable and before CURRENT changes.
+//
 // # Crash safety
 //
 // The argument rests on the vfs durability model: file data is durable

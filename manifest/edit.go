@@ -98,8 +98,8 @@ type Edit struct {
 	AnalysisStart uint64
 
 	// StageFile marks the data file a GC rewrite is writing (HasStageFile);
-	// NoFile clears the mark. Open deletes a staged file: it is not yet
-	// named by any range.
+	// NoFile clears the mark. The DB's Open deletes a staged file: no range
+	// names it yet (DESIGN.md §7, §8).
 	StageFile FileID
 
 	// Page table changes.

@@ -199,8 +199,7 @@ func TestCommitRejected(t *testing.T) {
 
 // TestConcurrentReaders runs State and FileOf against commits, for -race.
 func TestConcurrentReaders(t *testing.T) {
-	fsys := vfs.Default()
-	m, _ := mustOpen(t, fsys, t.TempDir(), true)
+	m, _ := mustOpen(t, vfs.NewMem(), "/db", true)
 	m.SetRotateBytes(1 << 10)
 	g := newGen(5)
 	stop := make(chan struct{})
