@@ -23,11 +23,11 @@ const (
 
 	// minRecordSize is a header plus the flags byte that every payload has.
 	minRecordSize = headerSize + 1
-
-	// MaxRecordBytes is the largest encoded record the length field can
-	// describe. A record must also fit in one segment (Options.SegmentBytes).
-	MaxRecordBytes = math.MaxUint32
 )
+
+// MaxRecordBytes is the largest encoded record the length field can
+// describe. A record must also fit in one segment (Options.SegmentBytes).
+const MaxRecordBytes = math.MaxUint32
 
 // Payload flags.
 const (

@@ -37,7 +37,8 @@
 // its first byte. The stream has no padding: a segment starts exactly where
 // its predecessor ends. A record never spans segments: when a record would
 // push a segment past Options.SegmentBytes, it starts the next one (a
-// record larger than a segment is refused).
+// record larger than a segment is refused). Open creates a missing log
+// directory durably (it fsyncs the parent of every directory it creates).
 //
 // Rotation protocol: segment N is fsynced before N+1 is created, and the
 // directory is fsynced right after the create and before any byte is
@@ -54,14 +55,18 @@
 // Append encodes the record into an in-memory buffer under the append mutex
 // and returns its LSN; it does no I/O unless the buffer is large (then it
 // writes the buffer out, waiting for the file only past a hard limit, which
-// is the log's backpressure). Sync is leader/follower: the first caller
-// whose LSN is not durable takes the write lock, swaps the buffer out (the
-// append mutex is held only for the swap, never across a write or an
-// fsync), writes it, rotates where needed, fsyncs once and publishes the
-// durable LSN; callers queued behind it find their LSN durable and return
-// without an fsync. One fsync therefore covers every record appended
-// before it, and the batch grows with the number of committers
-// (Stats.RecordsPerSync).
+// is the log's backpressure). Sync is leader/follower: a caller whose LSN
+// is not durable becomes the leader unless a sync is in flight (then it
+// waits). The leader swaps the buffer out (the append mutex is held only
+// for the swap, never across a write or an fsync), writes it under the
+// write lock, rotating where needed, releases the write lock, fsyncs once,
+// publishes the durable LSN and wakes every waiter: those it covered
+// return without an fsync, and one of the others leads the next batch.
+// One fsync therefore covers every record appended before it, and the
+// batch grows with the number of committers (Stats.RecordsPerSync).
+// Because the fsync runs outside the write lock, appenders keep writing
+// meanwhile; a rotation waits for an in-flight fsync before it closes the
+// segment.
 //
 // In relaxed mode commits do not call Sync; a background goroutine writes
 // and fsyncs every FlushInterval, rotation still fsyncs, Sync remains the

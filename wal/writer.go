@@ -88,16 +88,16 @@ func (o *Options) validate() error {
 
 // Writer appends records to the log and makes them durable with group
 // commit. All methods are safe for concurrent use.
-//
-// Two locks split the work. mu, the append mutex, covers encoding a record
-// into the pending buffer and nothing else: it is never held across a file
-// write or an fsync. writeMu is held by the one goroutine that moves pending
-// bytes to the files (writes, rotation, fsync): the group-commit leader,
-// Flush, an appender relieving a full buffer, or Close. fsyncMu is held
-// across an fsync, which runs outside writeMu. syncMu and syncCond elect the
-// group-commit leader (group_commit.go). Lock order: writeMu, fsyncMu, mu;
-// syncMu is never held while taking another lock.
 type Writer struct {
+	// The locks: mu, the append mutex, covers encoding a record into the
+	// pending buffer and nothing else; it is never held across a file write
+	// or an fsync. writeMu is held by the one goroutine moving pending bytes
+	// to the files (writes, rotation): the group-commit leader, Flush, an
+	// appender relieving a full buffer, or Close. fsyncMu is held across
+	// every fsync, which runs outside writeMu. syncMu and syncCond elect the
+	// group-commit leader (group_commit.go). Lock order: writeMu, fsyncMu,
+	// mu; syncMu is never held while taking another lock.
+
 	fs       vfs.FS
 	dir      string
 	segBytes int64
