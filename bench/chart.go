@@ -2,9 +2,11 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -91,6 +93,20 @@ func writeChartGroup(path, title string, keys []CaseKey, agg map[CaseKey]map[str
 		}
 		p.NominalX(labels...)
 		p.Add(plotter.NewGrid())
+		// Explicit ranges: the bars' offsets are in canvas units, so the
+		// automatic range would clip the outer bars; head room keeps the
+		// legend off the bars.
+		p.X.Min, p.X.Max = -0.5, float64(len(keys))-0.5
+		var top float64
+		for _, k := range keys {
+			for _, e := range engines {
+				if s := agg[k][e]; s != nil {
+					top = math.Max(top, val(s))
+				}
+			}
+		}
+		p.Y.Min, p.Y.Max = 0, math.Max(top*1.3, 1)
+		p.Y.Tick.Marker = siTicks{}
 		return p, nil
 	}
 	pOps, err := panel("throughput", "ops/s", func(s *Stats) float64 { return s.MedOps })
@@ -135,4 +151,27 @@ func writeChartGroup(path, title string, keys []CaseKey, agg map[CaseKey]map[str
 		return err
 	}
 	return f.Close()
+}
+
+// siTicks labels the default ticks with SI suffixes (250k, 1.5M).
+type siTicks struct{}
+
+func (siTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = si(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+func si(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
