@@ -1,0 +1,266 @@
+package delta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+)
+
+// On-disk frames (DESIGN §5). A frame is one delta or one base page plus its
+// identity, encoded little endian as a fixed header and a payload:
+//
+//	off  size  field
+//	0    1     magic       frameMagic
+//	1    1     kind        KindDelta or KindBase
+//	2    1     flags       bit 0: compressed (reserved, rejected by this
+//	                       version), bit 1: the base has a high fence
+//	3    1     reserved    0
+//	4    4     length      the whole frame, header included
+//	8    4     crc         CRC-32C (Castagnoli) of every other byte of the frame
+//	12   4     payloadLen  the payload's uncompressed length (length-48 here)
+//	16   8     addr        logical address, never 0
+//	24   8     pid         page ID
+//	32   8     lsn         LSN of the record that produced the frame
+//	40   8     link        addr of the next-older frame of the page (0: none), < addr
+//	48         payload
+//
+// A delta's payload is one entry in the slab layout of base.go: key length
+// u32, value length u32, txid u64, seq u32, flags u8, key, value. A base's
+// payload is
+//
+//	0    8     sibling     right sibling PID (0: none)
+//	8    4     keys        distinct keys (Base.Keys)
+//	12   4     count       entries (Base.Len)
+//	16   4     lowLen
+//	20   4     highLen     0 unless the has-high flag is set
+//	24   1     level
+//	25         low fence, high fence, then count entries back to back
+//
+// The entries are stored exactly as a slab entry, so the decoder copies
+// them in one piece and rebuilds the offset array while it validates them.
+// The CRC covers the length field, so a damaged length cannot frame a
+// plausible record; every other field is validated after the CRC, so a
+// decoded frame re-encodes to the same bytes.
+const (
+	fhMagic      = 0
+	fhKind       = 1
+	fhFlags      = 2
+	fhReserved   = 3
+	fhLength     = 4
+	fhCRC        = 8
+	fhPayloadLen = 12
+	fhAddr       = 16
+	fhPID        = 24
+	fhLSN        = 32
+	fhLink       = 40
+
+	// FrameHeaderSize is the size of a frame's fixed header; no frame is
+	// shorter.
+	FrameHeaderSize = 48
+
+	// MaxFrameBytes is the largest encoded frame the length field can
+	// describe.
+	MaxFrameBytes = math.MaxUint32
+
+	frameMagic = 0xB7
+
+	// Frame flags.
+	frameCompressed = 1 << 0
+	frameHasHigh    = 1 << 1
+	frameFlagsKnown = frameCompressed | frameHasHigh
+
+	// basePayloadFixed is the fixed part of a base payload.
+	basePayloadFixed = 25
+
+	// flagsKnown are the version flags this code reads.
+	flagsKnown = Tombstone | CLR
+)
+
+// FrameKind says what a frame holds.
+type FrameKind uint8
+
+// The frame kinds.
+const (
+	// KindDelta is a frame holding one delta.
+	KindDelta FrameKind = 1
+	// KindBase is a frame holding one base page.
+	KindBase FrameKind = 2
+)
+
+// String implements fmt.Stringer.
+func (k FrameKind) String() string {
+	switch k {
+	case KindDelta:
+		return "delta"
+	case KindBase:
+		return "base"
+	}
+	return fmt.Sprintf("FrameKind(%d)", uint8(k))
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrBadFrame is matched (errors.Is) by every error DecodeFrame and
+// ParseFrameHeader return for bytes that are not a valid frame.
+var ErrBadFrame = errors.New("delta: bad frame")
+
+// CorruptionError reports frame bytes that fail validation. Offset is the
+// byte offset inside the frame where the problem was found; callers that
+// know where the frame lives (package pool) add their own position. It
+// matches ErrBadFrame with errors.Is.
+type CorruptionError struct {
+	Offset int64
+	Reason string
+}
+
+// Error implements error.
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("delta: bad frame at byte %d: %s", e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrBadFrame) true.
+func (e *CorruptionError) Is(target error) bool { return target == ErrBadFrame }
+
+func corrupt(off int, format string, args ...any) *CorruptionError {
+	return &CorruptionError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
+}
+
+// Frame is one delta or one base page with its frame identity (DESIGN §5).
+// Exactly one of Delta and Base is set.
+//
+// AppendFrame encodes the identity from the Frame's fields, not from
+// Delta.Addr or Delta.LSN. DecodeFrame returns records that own their
+// memory (nothing aliases the input) and sets Delta.Addr and Delta.LSN from
+// the frame; Delta.Gen and Delta.Next are left zero, as they are not
+// stored.
+type Frame struct {
+	// Addr is the frame's logical address (never 0).
+	Addr uint64
+	// PID is the page the frame belongs to.
+	PID uint64
+	// LSN is the LSN of the log record that produced the frame.
+	LSN uint64
+	// Link is the address of the next-older frame of the same page (0:
+	// none). Addresses are drawn in order under the page lock, so
+	// Link < Addr.
+	Link uint64
+
+	Delta *Delta
+	Base  *Base
+}
+
+// Kind returns the kind of record f holds, or 0 if it holds none or both.
+func (f *Frame) Kind() FrameKind {
+	switch {
+	case f.Delta != nil && f.Base == nil:
+		return KindDelta
+	case f.Base != nil && f.Delta == nil:
+		return KindBase
+	}
+	return 0
+}
+
+// Size returns the number of bytes AppendFrame adds for f, or 0 if f holds
+// no record or both kinds.
+func (f *Frame) Size() int {
+	switch f.Kind() {
+	case KindDelta:
+		return FrameHeaderSize + entryHeader + len(f.Delta.Key) + len(f.Delta.Value)
+	case KindBase:
+		return FrameHeaderSize + basePayloadFixed + len(f.Base.Low) + len(f.Base.High) + f.Base.entryBytes()
+	}
+	return 0
+}
+
+// Check reports why f cannot be encoded: it must hold exactly one record,
+// have a non-zero Addr and a Link below it, fit in MaxFrameBytes, and a
+// delta's flags, a base's counts and fence lengths must fit their fields.
+// It does not check a base's entry order (Builder's contract); DecodeFrame
+// does.
+func (f *Frame) Check() error {
+	_, err := f.check()
+	return err
+}
+
+// check is Check returning the encoded size as well.
+func (f *Frame) check() (int, error) {
+	if f.Kind() == 0 {
+		what := "no record"
+		if f.Delta != nil {
+			what = "both a delta and a base"
+		}
+		return 0, fmt.Errorf("delta: frame %d holds %s", f.Addr, what)
+	}
+	if f.Addr == 0 {
+		return 0, fmt.Errorf("delta: frame of page %d has address 0", f.PID)
+	}
+	if f.Link >= f.Addr {
+		return 0, fmt.Errorf("delta: frame %d links forward to %d", f.Addr, f.Link)
+	}
+	if d := f.Delta; d != nil && d.Flags&^flagsKnown != 0 {
+		return 0, fmt.Errorf("delta: frame %d: unknown version flags %#x", f.Addr, uint8(d.Flags))
+	}
+	if b := f.Base; b != nil {
+		if err := b.checkEncodable(); err != nil {
+			return 0, fmt.Errorf("delta: frame %d: %w", f.Addr, err)
+		}
+	}
+	size := f.Size()
+	if size > MaxFrameBytes {
+		return 0, fmt.Errorf("delta: frame %d of %d bytes exceeds MaxFrameBytes", f.Addr, size)
+	}
+	return size, nil
+}
+
+// AppendFrame appends the encoding of f to dst and returns the extended
+// slice. f must pass Check: a frame that does not is a broken in-memory
+// invariant of the caller, and AppendFrame panics naming it.
+func AppendFrame(dst []byte, f *Frame) []byte {
+	size, err := f.check()
+	if err != nil {
+		panic("delta: AppendFrame of an invalid frame: " + err.Error())
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, size)
+	var h [FrameHeaderSize]byte
+	h[fhMagic] = frameMagic
+	h[fhKind] = byte(f.Kind())
+	if f.Base != nil && f.Base.High != nil {
+		h[fhFlags] = frameHasHigh
+	}
+	binary.LittleEndian.PutUint32(h[fhLength:], uint32(size))
+	binary.LittleEndian.PutUint32(h[fhPayloadLen:], uint32(size-FrameHeaderSize))
+	binary.LittleEndian.PutUint64(h[fhAddr:], f.Addr)
+	binary.LittleEndian.PutUint64(h[fhPID:], f.PID)
+	binary.LittleEndian.PutUint64(h[fhLSN:], f.LSN)
+	binary.LittleEndian.PutUint64(h[fhLink:], f.Link)
+	dst = append(dst, h[:]...)
+	if d := f.Delta; d != nil {
+		dst = appendEntry(dst, d.Key, d.Value, d.TxID, d.Seq, d.Flags)
+	} else {
+		dst = f.Base.appendPayload(dst)
+	}
+	binary.LittleEndian.PutUint32(dst[start+fhCRC:], frameChecksum(dst[start:]))
+	return dst
+}
+
+// appendEntry appends one entry in the slab layout.
+func appendEntry(dst, key, value []byte, txid uint64, seq uint32, flags Flags) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(key)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(value)))
+	dst = binary.LittleEndian.AppendUint64(dst, txid)
+	dst = binary.LittleEndian.AppendUint32(dst, seq)
+	dst = append(dst, byte(flags))
+	dst = append(dst, key...)
+	return append(dst, value...)
+}
+
+// frameChecksum computes the CRC of an encoded frame: every byte but the
+// CRC field. frame must hold at least a header.
+func frameChecksum(frame []byte) uint32 {
+	c := crc32.Update(0, castagnoli, frame[:fhCRC])
+	return crc32.Update(c, castagnoli, frame[fhCRC+4:])
+}
