@@ -13,16 +13,17 @@ import (
 // walRun is the state of a workload as a crash or a failure finds it.
 type walRun struct {
 	appended []logged
-	acked    wal.LSN // every record below was reported durable by Sync
-	from     wal.LSN // the replay start a manifest would hold (Recycle's bound)
+	acked    wal.LSN       // every record below was reported durable by Sync
+	from     wal.LSN       // the replay start a manifest would hold (Recycle's bound)
+	onAck    func(*walRun) // called when acked or from advance
 }
 
 // runWorkload writes transactions of 1-4 records, syncing each, and
 // recycles every 40 records, on a single goroutine so that every file
 // operation happens inside one of its calls. It stops at the first error,
 // which it returns.
-func runWorkload(fs vfs.FS, rng *rand.Rand, n int, run *walRun) error {
-	o := wal.Options{FS: fs, Dir: "/db/wal", SegmentBytes: wal.MinSegmentBytes}
+func runWorkload(fs vfs.FS, rng *rand.Rand, n int, run *walRun, dir string) error {
+	o := wal.Options{FS: fs, Dir: dir, SegmentBytes: wal.MinSegmentBytes}
 	w, err := wal.Open(o, 0)
 	if err != nil {
 		return err
@@ -41,9 +42,15 @@ func runWorkload(fs vfs.FS, rng *rand.Rand, n int, run *walRun) error {
 			return err
 		}
 		run.acked = w.DurableLSN()
+		if run.onAck != nil {
+			run.onAck(run)
+		}
 		if len(run.appended)%40 < 4 {
 			// A record boundary inside the durable log, as analysisStart is.
 			run.from = run.appended[len(run.appended)*3/4].lsn
+			if run.onAck != nil {
+				run.onAck(run)
+			}
 			if err := w.Recycle(run.from); err != nil {
 				return err
 			}
@@ -56,7 +63,7 @@ func runWorkload(fs vfs.FS, rng *rand.Rand, n int, run *walRun) error {
 // promises: no corruption, every acknowledged record present, nothing but a
 // prefix of what was appended; then the writer continues it and the result
 // replays whole.
-func checkRecovered(t *testing.T, fs vfs.FS, run walRun, what string) {
+func checkRecovered(t *testing.T, fs vfs.FS, run walRun, dir, what string) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -64,7 +71,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, what string) {
 	}
 	// The frontier is the acknowledged LSN: every byte below was fsynced,
 	// which is what the manifest's frontier promises.
-	got, res, err := replayAll(t, fs, "/db/wal", run.from, run.acked)
+	got, res, err := replayAll(t, fs, dir, run.from, run.acked)
 	if err != nil {
 		fail("replay from %d, frontier %d: %v", run.from, run.acked, err)
 	}
@@ -80,7 +87,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, what string) {
 		fail("acknowledged record at %d lost (log ends at %d, acked %d)", want[len(got)].lsn, res.End, run.acked)
 	}
 
-	o := wal.Options{FS: fs, Dir: "/db/wal", SegmentBytes: wal.MinSegmentBytes}
+	o := wal.Options{FS: fs, Dir: dir, SegmentBytes: wal.MinSegmentBytes}
 	w, err := wal.Open(o, res.End)
 	if err != nil {
 		fail("Open at %d: %v", res.End, err)
@@ -93,7 +100,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, what string) {
 	if err := w.Close(); err != nil {
 		fail("Close after recovery: %v", err)
 	}
-	again, res2, err := replayAll(t, fs, "/db/wal", run.from, lsn+1)
+	again, res2, err := replayAll(t, fs, dir, run.from, lsn+1)
 	if err != nil {
 		fail("replay after recovery: %v", err)
 	}
@@ -130,13 +137,13 @@ func TestPowerLoss(t *testing.T) {
 			crashes = append(crashes, crash{mem.CrashClone(opt), snap, op, opt})
 		}
 	})
-	if err := runWorkload(mem, rng, 250, &run); err != nil {
+	if err := runWorkload(mem, rng, 250, &run, "/db/wal"); err != nil {
 		t.Fatal(err)
 	}
 	mem.SetHook(nil)
 	t.Logf("%d operations, %d crash states", mem.Ops(), len(crashes))
 	for _, c := range crashes {
-		checkRecovered(t, c.fs, c.run, fmt.Sprintf("crash after %v %+v", c.op, c.opt))
+		checkRecovered(t, c.fs, c.run, "/db/wal", fmt.Sprintf("crash after %v %+v", c.op, c.opt))
 	}
 }
 
@@ -150,7 +157,7 @@ func TestIOErrors(t *testing.T) {
 	{
 		inj := vfs.NewInjector(vfs.NewMem())
 		var run walRun
-		if err := runWorkload(inj, rand.New(rand.NewPCG(seed, 0)), 150, &run); err != nil {
+		if err := runWorkload(inj, rand.New(rand.NewPCG(seed, 0)), 150, &run, "/db/wal"); err != nil {
 			t.Fatal(err)
 		}
 		total = inj.Ops()
@@ -161,12 +168,12 @@ func TestIOErrors(t *testing.T) {
 			inj := vfs.NewInjector(mem)
 			inj.SetFailAt(i, kind)
 			var run walRun
-			err := runWorkload(inj, rand.New(rand.NewPCG(seed, 0)), 150, &run)
+			err := runWorkload(inj, rand.New(rand.NewPCG(seed, 0)), 150, &run, "/db/wal")
 			what := fmt.Sprintf("%v at op %d", kind, i)
 			if err == nil || !errors.Is(err, vfs.ErrInjected) {
 				t.Fatalf("%s: workload returned %v, want the injected fault", what, err)
 			}
-			checkRecovered(t, mem, run, what)
+			checkRecovered(t, mem, run, "/db/wal", what)
 		}
 	}
 	t.Logf("%d operations, each failed 3 ways", total)
