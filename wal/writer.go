@@ -284,7 +284,7 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 		return 0, fmt.Errorf("%w: type %d", ErrInvalidRecord, r.Type)
 	}
 	size := EncodedSize(r)
-	if int64(size) > w.segBytes || size > MaxRecordBytes {
+	if int64(size) > w.segBytes || int64(size) > MaxRecordBytes {
 		return 0, fmt.Errorf("%w: %d bytes, segment size %d", ErrRecordTooLarge, size, w.segBytes)
 	}
 
