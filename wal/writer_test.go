@@ -114,7 +114,7 @@ func TestRotationProtocol(t *testing.T) {
 		}
 		next := ""
 		for _, later := range ops[i+1:] {
-			if strings.HasPrefix(later, "syncdir") || strings.HasPrefix(later, "write ") {
+			if strings.HasPrefix(later, "syncdir") || later == "write "+name {
 				next = later
 				break
 			}
@@ -122,7 +122,6 @@ func TestRotationProtocol(t *testing.T) {
 		if !strings.HasPrefix(next, "syncdir") {
 			t.Fatalf("op %d %q: followed by %q before a directory sync", i, op, next)
 		}
-		_ = name
 	}
 	if creates < 3 {
 		t.Fatalf("only %d rotations: %v", creates, ops)
