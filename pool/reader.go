@@ -1,0 +1,228 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+// FileInfo describes a data file.
+type FileInfo struct {
+	// Frames is the number of frames in the file.
+	Frames int
+	// MinAddr and MaxAddr are the lowest and highest frame addresses (both
+	// 0 for a file without frames).
+	MinAddr, MaxAddr uint64
+	// FrameBytes is the bytes the frames take (the offset of the table):
+	// the file's total for junk accounting (DESIGN §8).
+	FrameBytes int64
+	// Size is the whole file: frames, table and footer.
+	Size int64
+}
+
+// File is an open, validated data file. Its methods but Close are safe for
+// concurrent use; its table is immutable once OpenFile returns.
+type File struct {
+	f       vfs.File
+	name    string
+	entries []entry // ascending by addr; immutable
+	info    FileInfo
+	closed  atomic.Bool
+}
+
+// OpenFile reads and validates f's footer and relocation table (see the
+// package documentation) and returns a File that reads frames from it. name
+// is used in errors only. On success the File owns f and Close closes it;
+// on error f is left open for the caller.
+//
+// Damaged bytes return a *CorruptionError; a newer format version an error
+// wrapping ErrVersion.
+func OpenFile(f vfs.File, name string) (*File, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("pool: open %s: size: %w", name, err)
+	}
+	if size < footerSize {
+		return nil, &CorruptionError{File: name, Offset: 0,
+			Reason: fmt.Sprintf("file of %d bytes is shorter than the %d-byte footer: truncated", size, footerSize)}
+	}
+	var fb [footerSize]byte
+	if err := readFull(f, fb[:], size-footerSize); err != nil {
+		return nil, fmt.Errorf("pool: open %s: read footer at %d: %w", name, size-footerSize, err)
+	}
+	ft, err := decodeFooter(fb[:], size)
+	if err != nil {
+		return nil, withFile(name, "open", err)
+	}
+	tab := make([]byte, ft.tableLen)
+	if err := readFull(f, tab, int64(ft.tableOff)); err != nil {
+		return nil, fmt.Errorf("pool: open %s: read table at %d: %w", name, ft.tableOff, err)
+	}
+	entries, err := parseTable(tab, ft)
+	if err != nil {
+		return nil, withFile(name, "open", err)
+	}
+	return &File{
+		f:       f,
+		name:    name,
+		entries: entries,
+		info: FileInfo{
+			Frames:     len(entries),
+			MinAddr:    ft.minAddr,
+			MaxAddr:    ft.maxAddr,
+			FrameBytes: int64(ft.tableOff),
+			Size:       size,
+		},
+	}, nil
+}
+
+// withFile names the file in a decode error: a *CorruptionError gets its
+// File, anything else is wrapped with the operation.
+func withFile(name, op string, err error) error {
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		ce.File = name
+		return ce
+	}
+	return fmt.Errorf("pool: %s %s: %w", op, name, err)
+}
+
+// readFull reads len(p) bytes at off. A file that ends early is
+// io.ErrUnexpectedEOF.
+func readFull(f vfs.File, p []byte, off int64) error {
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// Name returns the name the file was opened with.
+func (r *File) Name() string { return r.name }
+
+// Info returns the file's description.
+func (r *File) Info() FileInfo { return r.info }
+
+// Addrs returns the addresses of the file's frames in ascending order. The
+// slice is new and belongs to the caller.
+func (r *File) Addrs() []uint64 {
+	out := make([]uint64, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = e.addr
+	}
+	return out
+}
+
+// Lookup returns where the frame at addr lies, and whether the file holds
+// it. It does no I/O.
+func (r *File) Lookup(addr uint64) (FrameRef, bool) {
+	i, ok := r.find(addr)
+	if !ok {
+		return FrameRef{}, false
+	}
+	return r.entries[i].ref(), true
+}
+
+func (r *File) find(addr uint64) (int, bool) {
+	return slices.BinarySearchFunc(r.entries, addr, func(e entry, a uint64) int {
+		switch {
+		case e.addr < a:
+			return -1
+		case e.addr > a:
+			return 1
+		}
+		return 0
+	})
+}
+
+// ReadFrame reads, verifies and decodes the frame at addr. The frame's CRC
+// must match both its bytes and the table, and its header must carry addr;
+// otherwise the error is a *CorruptionError for this frame only, and other
+// frames stay readable. An address the file does not hold returns an error
+// wrapping ErrNoFrame. The returned frame belongs to the caller and aliases
+// no buffer. Safe for concurrent use.
+func (r *File) ReadFrame(addr uint64) (*delta.Frame, error) {
+	if r.closed.Load() {
+		return nil, fmt.Errorf("pool: read %s frame %d: %w", r.name, addr, ErrClosed)
+	}
+	i, ok := r.find(addr)
+	if !ok {
+		return nil, fmt.Errorf("pool: read %s frame %d: %w", r.name, addr, ErrNoFrame)
+	}
+	e := r.entries[i]
+	bp := getBuf(int(e.len))
+	defer putBuf(bp)
+	buf := (*bp)[:e.len]
+	if err := readFull(r.f, buf, e.off); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return nil, r.corrupt(e.off, "frame %d: the file ends inside it", addr)
+		}
+		return nil, fmt.Errorf("pool: read %s frame %d at %d: %w", r.name, addr, e.off, err)
+	}
+	fr, err := delta.DecodeFrame(buf)
+	if err != nil {
+		var de *delta.CorruptionError
+		if errors.As(err, &de) {
+			return nil, r.corrupt(e.off+de.Offset, "frame %d: %s", addr, de.Reason)
+		}
+		return nil, r.corrupt(e.off, "frame %d: %v", addr, err)
+	}
+	// The frame is self-consistent; it must also be the one the table
+	// describes (a stale or misplaced frame has a valid CRC of its own).
+	h, _ := delta.ParseFrameHeader(buf)
+	switch {
+	case h.CRC != e.crc:
+		return nil, r.corrupt(e.off, "frame %d: checksum %08x, the table says %08x", addr, h.CRC, e.crc)
+	case fr.Addr != addr:
+		return nil, r.corrupt(e.off, "table slot of frame %d holds frame %d", addr, fr.Addr)
+	}
+	return fr, nil
+}
+
+func (r *File) corrupt(off int64, format string, args ...any) *CorruptionError {
+	return &CorruptionError{File: r.name, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Close closes the underlying vfs.File. It must not race with other
+// methods; a second Close returns an error wrapping ErrClosed.
+func (r *File) Close() error {
+	if r.closed.Swap(true) {
+		return fmt.Errorf("pool: close %s: %w", r.name, ErrClosed)
+	}
+	if err := r.f.Close(); err != nil {
+		return fmt.Errorf("pool: close %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// maxPooledBuf bounds the read buffers kept for reuse, so one huge frame
+// does not pin its buffer forever.
+const maxPooledBuf = 1 << 20
+
+// bufPool holds read buffers: DecodeFrame copies what it keeps, so a
+// buffer is free again as soon as ReadFrame returns.
+var bufPool = sync.Pool{New: func() any { return new([]byte) }}
+
+func getBuf(n int) *[]byte {
+	bp := bufPool.Get().(*[]byte)
+	if cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	return bp
+}
+
+func putBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledBuf {
+		*bp = nil
+	}
+	bufPool.Put(bp)
+}

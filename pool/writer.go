@@ -1,0 +1,124 @@
+package pool
+
+import (
+	"fmt"
+	"hash/crc32"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+// flushBytes is the size at which a FileWriter writes its buffer out: large
+// writes, few system calls, bounded memory.
+const flushBytes = 256 << 10
+
+// FileWriter writes one data file: frames in ascending address order, then
+// on Finish the relocation table and the footer. It is not safe for
+// concurrent use. It never syncs or closes the file: the caller fsyncs the
+// file and its directory (DESIGN §5 step 3) and closes it.
+type FileWriter struct {
+	f       vfs.File
+	buf     []byte  // encoded bytes not yet written, from file offset written
+	written int64   // bytes written to f
+	table   []entry // one per added frame, ascending by addr
+	err     error   // sticky: the first write error
+	done    bool    // Finish was called
+}
+
+// NewFileWriter returns a writer that fills f, which must be empty, from
+// offset 0.
+func NewFileWriter(f vfs.File) *FileWriter { return &FileWriter{f: f} }
+
+// Add appends fr to the file. Its address must be above every address
+// added before, and fr must pass delta.Frame.Check; neither mistake writes
+// anything or spoils the writer. A write error does: it is returned by this
+// and every later call, and the file must be abandoned.
+func (w *FileWriter) Add(fr *delta.Frame) error {
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.done:
+		return fmt.Errorf("pool: add frame %d: %w", fr.Addr, ErrFinished)
+	}
+	if err := fr.Check(); err != nil {
+		return fmt.Errorf("pool: add: %w", err)
+	}
+	if n := len(w.table); n > 0 && fr.Addr <= w.table[n-1].addr {
+		return fmt.Errorf("pool: add frame %d after frame %d: addresses must ascend", fr.Addr, w.table[n-1].addr)
+	}
+	start := len(w.buf)
+	w.buf = delta.AppendFrame(w.buf, fr)
+	h, err := delta.ParseFrameHeader(w.buf[start:])
+	if err != nil {
+		panic("pool: AppendFrame produced a header ParseFrameHeader rejects: " + err.Error())
+	}
+	w.table = append(w.table, entry{addr: fr.Addr, off: w.written + int64(start), len: uint32(h.Len), crc: h.CRC})
+	if len(w.buf) >= flushBytes {
+		return w.flush()
+	}
+	return nil
+}
+
+// Frames returns the number of frames added.
+func (w *FileWriter) Frames() int { return len(w.table) }
+
+// FrameBytes returns the bytes the added frames take in the file.
+func (w *FileWriter) FrameBytes() int64 { return w.written + int64(len(w.buf)) }
+
+// flush writes the buffer out.
+func (w *FileWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	n, err := w.f.WriteAt(w.buf, w.written)
+	if err == nil && n < len(w.buf) {
+		err = fmt.Errorf("short write of %d of %d bytes", n, len(w.buf))
+	}
+	if err != nil {
+		w.err = fmt.Errorf("pool: write data file at offset %d: %w", w.written, err)
+		return w.err
+	}
+	w.written += int64(n)
+	if cap(w.buf) > 4*flushBytes {
+		w.buf = nil // a huge frame passed through; do not keep its buffer
+	} else {
+		w.buf = w.buf[:0]
+	}
+	return nil
+}
+
+// Finish writes the relocation table and the footer and returns the file's
+// description. It does not fsync. The writer cannot be used afterwards.
+func (w *FileWriter) Finish() (FileInfo, error) {
+	switch {
+	case w.err != nil:
+		return FileInfo{}, w.err
+	case w.done:
+		return FileInfo{}, fmt.Errorf("pool: finish: %w", ErrFinished)
+	}
+	w.done = true
+	ft := footer{
+		tableOff: uint64(w.FrameBytes()),
+		tableLen: uint64(len(w.table)) * tableEntrySize,
+		count:    uint64(len(w.table)),
+	}
+	if n := len(w.table); n > 0 {
+		ft.minAddr, ft.maxAddr = w.table[0].addr, w.table[n-1].addr
+	}
+	start := len(w.buf)
+	for _, e := range w.table {
+		w.buf = appendEntry(w.buf, e)
+	}
+	ft.tableCRC = crc32.Checksum(w.buf[start:], castagnoli)
+	w.buf = appendFooter(w.buf, ft)
+	if err := w.flush(); err != nil {
+		return FileInfo{}, err
+	}
+	return FileInfo{
+		Frames:     len(w.table),
+		MinAddr:    ft.minAddr,
+		MaxAddr:    ft.maxAddr,
+		FrameBytes: int64(ft.tableOff),
+		Size:       w.written,
+	}, nil
+}
