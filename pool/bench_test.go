@@ -1,0 +1,66 @@
+package pool_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/pool"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+func benchBase(addr uint64) *delta.Frame {
+	var bd delta.Builder
+	for i := range 128 {
+		bd.Add(fmt.Appendf(nil, "user:%010d", i), make([]byte, 100), uint64(i), 1, 0)
+	}
+	return &delta.Frame{Addr: addr, PID: addr, LSN: addr, Base: bd.Finish(nil, nil, 0, 0)}
+}
+
+// discardFile is a vfs.File that drops writes, so the benchmark measures
+// the writer rather than the file system.
+type discardFile struct{ bytesFile }
+
+func (discardFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+
+// BenchmarkFileWrite128 encodes a 1000-frame file of 128-entry bases
+// (writes discarded).
+func BenchmarkFileWrite128(b *testing.B) {
+	frames := make([]*delta.Frame, 1000)
+	for i := range frames {
+		frames[i] = benchBase(uint64(i + 1))
+	}
+	b.SetBytes(int64(len(frames) * frames[0].Size()))
+	b.ReportAllocs()
+	for b.Loop() {
+		w := pool.NewFileWriter(discardFile{})
+		for _, fr := range frames {
+			if err := w.Add(fr); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := w.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadFrame128 reads 128-entry bases from an open file on a MemFS.
+func BenchmarkReadFrame128(b *testing.B) {
+	fs := vfs.NewMem()
+	frames := []*delta.Frame{benchBase(1), benchBase(2), benchBase(3)}
+	writeFile(b, fs, "/f", frames)
+	r, err := openFile(b, fs, "/f")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(frames[0].Size()))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := r.ReadFrame(uint64(i%3 + 1)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

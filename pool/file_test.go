@@ -1,0 +1,329 @@
+package pool_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/pool"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+func TestFileRoundTrip(t *testing.T) {
+	big := &delta.Frame{Addr: 100000, PID: 1, LSN: 5,
+		Delta: delta.New([]byte("big"), bytes.Repeat([]byte{7}, 700<<10), 1, 1, 0)} // past the flush size
+	for _, fsName := range []string{"mem", "os"} {
+		for _, n := range []int{0, 1, 2, 50, 3000} {
+			t.Run(fmt.Sprintf("%s/%d", fsName, n), func(t *testing.T) {
+				fs, dir := vfs.FS(vfs.NewMem()), "/db"
+				if fsName == "os" {
+					fs, dir = vfs.Default(), t.TempDir()
+				}
+				if err := fs.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				frames := testFrames(1, n)
+				if n == 50 {
+					frames = append(frames, big)
+				}
+				name := filepath.Join(dir, "000001.data")
+				info := writeFile(t, fs, name, frames)
+				r, err := openFile(t, fs, name)
+				if err != nil {
+					t.Fatalf("OpenFile: %v", err)
+				}
+				if r.Info() != info {
+					t.Fatalf("Info %+v, Finish said %+v", r.Info(), info)
+				}
+				if info.Frames != len(frames) || info.Size != int64(len(fileBytes(t, fs, name))) {
+					t.Fatalf("info %+v for %d frames", info, len(frames))
+				}
+				addrs := r.Addrs()
+				if len(addrs) != len(frames) {
+					t.Fatalf("%d addresses for %d frames", len(addrs), len(frames))
+				}
+				var total int64
+				for i, want := range frames {
+					if addrs[i] != want.Addr {
+						t.Fatalf("Addrs()[%d] = %d, want %d", i, addrs[i], want.Addr)
+					}
+					ref, ok := r.Lookup(want.Addr)
+					if !ok || ref.Offset != total || ref.Len != want.Size() {
+						t.Fatalf("Lookup(%d) = %+v, %v", want.Addr, ref, ok)
+					}
+					total += int64(ref.Len)
+					got, err := r.ReadFrame(want.Addr)
+					if err != nil {
+						t.Fatalf("ReadFrame(%d): %v", want.Addr, err)
+					}
+					if diff := sameFrame(want, got); diff != "" {
+						t.Fatal(diff)
+					}
+				}
+				if total != info.FrameBytes {
+					t.Fatalf("frames take %d bytes, info says %d", total, info.FrameBytes)
+				}
+				if n > 0 && (info.MinAddr != frames[0].Addr || info.MaxAddr != frames[len(frames)-1].Addr) {
+					t.Fatalf("info range [%d, %d]", info.MinAddr, info.MaxAddr)
+				}
+				for _, a := range []uint64{0, 2, 1 << 40} {
+					if _, err := r.ReadFrame(a); !errors.Is(err, pool.ErrNoFrame) {
+						t.Fatalf("ReadFrame(%d) = %v, want ErrNoFrame", a, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFileConcurrentReads reads every frame from many goroutines at once
+// (run under -race).
+func TestFileConcurrentReads(t *testing.T) {
+	fs := vfs.NewMem()
+	frames := testFrames(1, 400)
+	writeFile(t, fs, "/f", frames)
+	r, err := openFile(t, fs, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range frames {
+				want := frames[(i*7+g*13)%len(frames)]
+				got, err := r.ReadFrame(want.Addr)
+				if err == nil && sameFrame(want, got) != "" {
+					err = fmt.Errorf("frame %d differs", want.Addr)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestFileCorruptFrame damages one byte of one frame at a time: the reads
+// of that frame fail with a *CorruptionError inside it, every other frame
+// still reads.
+func TestFileCorruptFrame(t *testing.T) {
+	fs := vfs.NewMem()
+	frames := testFrames(1, 12)
+	writeFile(t, fs, "/f", frames)
+	clean := fileBytes(t, fs, "/f")
+	r, err := openFile(t, fs, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 5
+	ref, _ := r.Lookup(frames[bad].Addr)
+	for i := range ref.Len {
+		off := ref.Offset + int64(i)
+		img := bytes.Clone(clean)
+		img[off] ^= 0x10
+		mf := bytesFile{img}
+		pf, err := pool.OpenFile(mf, "/f")
+		if err != nil {
+			t.Fatalf("byte %d: OpenFile: %v (frame bytes are checked on read)", off, err)
+		}
+		for j, want := range frames {
+			got, err := pf.ReadFrame(want.Addr)
+			if j != bad {
+				if err != nil || sameFrame(want, got) != "" {
+					t.Fatalf("byte %d: frame %d (undamaged): %v", off, j, err)
+				}
+				continue
+			}
+			var ce *pool.CorruptionError
+			if !errors.As(err, &ce) || !errors.Is(err, pool.ErrCorruption) {
+				t.Fatalf("byte %d: damaged frame read gives %v, want a *CorruptionError", off, err)
+			}
+			if ce.File != "/f" || ce.Offset < ref.Offset || ce.Offset >= ref.Offset+int64(ref.Len) {
+				t.Fatalf("byte %d: error %v does not point into the frame [%d, %d)", off, err, ref.Offset, ref.Offset+int64(ref.Len))
+			}
+		}
+	}
+}
+
+// TestFileMisplacedFrame puts a valid frame where the table expects
+// another: its own CRC passes, the table's does not, or the address does
+// not match.
+func TestFileMisplacedFrame(t *testing.T) {
+	fs := vfs.NewMem()
+	// Two deltas of equal encoded size.
+	a := &delta.Frame{Addr: 10, PID: 1, Delta: delta.New([]byte("ka"), []byte("va"), 1, 1, 0)}
+	b := &delta.Frame{Addr: 20, PID: 1, Delta: delta.New([]byte("kb"), []byte("vb"), 1, 1, 0)}
+	writeFile(t, fs, "/f", []*delta.Frame{a, b})
+	img := fileBytes(t, fs, "/f")
+	n := a.Size()
+	copy(img[n:], delta.AppendFrame(nil, a)) // frame a where b belongs
+	r, err := pool.OpenFile(bytesFile{img}, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadFrame(20); !errors.Is(err, pool.ErrCorruption) || !strings.Contains(err.Error(), "table says") {
+		t.Fatalf("misplaced frame: %v", err)
+	}
+	// Now make the table agree with the misplaced frame's CRC: the address
+	// check catches it.
+	tab := len(img) - footerSize - 2*entrySize
+	copy(img[tab+entrySize+20:tab+entrySize+24], img[tab+20:tab+24])
+	r, err = pool.OpenFile(bytesFile{recrc(img)}, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadFrame(20); !errors.Is(err, pool.ErrCorruption) || !strings.Contains(err.Error(), "holds frame 10") {
+		t.Fatalf("misaddressed frame: %v", err)
+	}
+	if _, err := r.ReadFrame(10); err != nil {
+		t.Fatalf("intact frame: %v", err)
+	}
+}
+
+// TestOpenFileBad covers whole-file damage: each case gets its named error.
+func TestOpenFileBad(t *testing.T) {
+	fs := vfs.NewMem()
+	frames := testFrames(1, 5)
+	writeFile(t, fs, "/f", frames)
+	clean := fileBytes(t, fs, "/f")
+	ft := len(clean) - footerSize
+	tab := ft - 5*entrySize
+	put32 := func(b []byte, off int, v uint32) []byte { binary.LittleEndian.PutUint32(b[off:], v); return b }
+	put64 := func(b []byte, off int, v uint64) []byte { binary.LittleEndian.PutUint64(b[off:], v); return b }
+	tests := []struct {
+		name   string
+		img    func(b []byte) []byte
+		want   error  // ErrCorruption or ErrVersion
+		reason string // substring of the error
+	}{
+		{"empty", func(b []byte) []byte { return nil }, pool.ErrCorruption, "shorter than"},
+		{"truncated below footer", func(b []byte) []byte { return b[:footerSize-1] }, pool.ErrCorruption, "truncated"},
+		{"truncated", func(b []byte) []byte { return b[:len(b)-1] }, pool.ErrCorruption, "magic"},
+		{"truncated to frames", func(b []byte) []byte { return b[:tab] }, pool.ErrCorruption, "magic"},
+		{"extended", func(b []byte) []byte { return append(b, 0) }, pool.ErrCorruption, "magic"},
+		{"bad magic", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, pool.ErrCorruption, "magic"},
+		{"footer bit flip", func(b []byte) []byte { b[ft+ftCount] ^= 1; return b }, pool.ErrCorruption, "footer checksum"},
+		{"version bit flip", func(b []byte) []byte { b[ft+ftVersion] ^= 2; return b }, pool.ErrCorruption, "footer checksum"},
+		{"table bit flip", func(b []byte) []byte { b[tab+3] ^= 1; return b }, pool.ErrCorruption, "table checksum"},
+		{"newer version", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 2)) }, pool.ErrVersion, "newer"},
+		{"version 0", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 0)) }, pool.ErrCorruption, "version 0"},
+		{"footer flags", func(b []byte) []byte { return recrc(put32(b, ft+ftFlags, 1)) }, pool.ErrCorruption, "flags"},
+		{"table offset", func(b []byte) []byte { return recrc(put64(b, ft+ftTableOff, uint64(tab-1))) }, pool.ErrCorruption, "does not end"},
+		{"table length", func(b []byte) []byte { return recrc(put64(b, ft+ftTableLen, 1<<62)) }, pool.ErrCorruption, "does not end"},
+		{"count", func(b []byte) []byte { return recrc(put64(b, ft+ftCount, 4)) }, pool.ErrCorruption, "entry table"},
+		{"min addr", func(b []byte) []byte { return recrc(put64(b, ft+ftMinAddr, 2)) }, pool.ErrCorruption, "footer says"},
+		{"max addr", func(b []byte) []byte { return recrc(put64(b, ft+ftMaxAddr, 1<<40)) }, pool.ErrCorruption, "footer says"},
+		{"inverted range", func(b []byte) []byte { return recrc(put64(b, ft+ftMinAddr, 1<<41)) }, pool.ErrCorruption, "range"},
+		{"entry addr 0", func(b []byte) []byte { return recrc(put64(b, tab, 0)) }, pool.ErrCorruption, "address 0"},
+		{"entry addr order", func(b []byte) []byte { return recrc(put64(b, tab+entrySize, 1)) }, pool.ErrCorruption, "ascend"},
+		{"entry offset", func(b []byte) []byte { return recrc(put64(b, tab+entrySize+8, 1)) }, pool.ErrCorruption, "previous one ends"},
+		{"entry short", func(b []byte) []byte { return recrc(put32(b, tab+16, 10)) }, pool.ErrCorruption, "shorter than a frame header"},
+		{"entry overrun", func(b []byte) []byte { return recrc(put32(b, tab+4*entrySize+16, 1<<30)) }, pool.ErrCorruption, "overruns"},
+		{"gap before table", func(b []byte) []byte {
+			return recrc(put32(b, tab+4*entrySize+16, uint32(frames[4].Size()-1)))
+		}, pool.ErrCorruption, "between the last frame"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			img := tc.img(bytes.Clone(clean))
+			r, err := pool.OpenFile(bytesFile{img}, "/f")
+			if err == nil {
+				t.Fatalf("opened: %+v", r.Info())
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("err = %v, want %v mentioning %q", err, tc.want, tc.reason)
+			}
+			var ce *pool.CorruptionError
+			if tc.want == pool.ErrCorruption && (!errors.As(err, &ce) || ce.File != "/f") {
+				t.Fatalf("err = %#v, want a *CorruptionError naming the file", err)
+			}
+			if tc.want == pool.ErrVersion && errors.Is(err, pool.ErrCorruption) {
+				t.Fatalf("newer version reported as corruption: %v", err)
+			}
+		})
+	}
+}
+
+func TestFileWriterMisuse(t *testing.T) {
+	fs := vfs.NewMem()
+	f, err := fs.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := pool.NewFileWriter(f)
+	frames := testFrames(10, 3)
+	if err := w.Add(frames[1]); err != nil {
+		t.Fatal(err)
+	}
+	// Neither mistake spoils the writer.
+	if err := w.Add(frames[0]); err == nil || !strings.Contains(err.Error(), "ascend") {
+		t.Fatalf("descending address: %v", err)
+	}
+	if err := w.Add(frames[1]); err == nil {
+		t.Fatal("repeated address accepted")
+	}
+	if err := w.Add(&delta.Frame{Addr: 100}); err == nil {
+		t.Fatal("frame without a record accepted")
+	}
+	if err := w.Add(frames[2]); err != nil {
+		t.Fatal(err)
+	}
+	if w.Frames() != 2 || w.FrameBytes() != int64(frames[1].Size()+frames[2].Size()) {
+		t.Fatalf("Frames %d, FrameBytes %d", w.Frames(), w.FrameBytes())
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(testFrames(1000, 1)[0]); !errors.Is(err, pool.ErrFinished) {
+		t.Fatalf("Add after Finish: %v", err)
+	}
+	if _, err := w.Finish(); !errors.Is(err, pool.ErrFinished) {
+		t.Fatalf("second Finish: %v", err)
+	}
+	r, err := openFile(t, fs, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Addrs(); len(got) != 2 || got[0] != frames[1].Addr || got[1] != frames[2].Addr {
+		t.Fatalf("Addrs %v", got)
+	}
+}
+
+func TestFileClose(t *testing.T) {
+	fs := vfs.NewMem()
+	writeFile(t, fs, "/f", testFrames(1, 2))
+	f, err := fs.Open("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pool.OpenFile(f, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := r.ReadFrame(1); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("ReadFrame after Close: %v", err)
+	}
+	if _, err := f.ReadAt(make([]byte, 1), 0); err == nil {
+		t.Fatal("Close left the vfs.File open")
+	}
+}
