@@ -209,7 +209,7 @@ func (f *Frame) check() (int, error) {
 		}
 	}
 	size := f.Size()
-	if size > MaxFrameBytes {
+	if int64(size) > MaxFrameBytes {
 		return 0, fmt.Errorf("delta: frame %d of %d bytes exceeds MaxFrameBytes", f.Addr, size)
 	}
 	return size, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,9 @@ func OpenFile(f vfs.File, name string) (*File, error) {
 	ft, err := decodeFooter(fb[:], size)
 	if err != nil {
 		return nil, withFile(name, "open", err)
+	}
+	if ft.tableLen > math.MaxInt/2 {
+		return nil, fmt.Errorf("pool: open %s: table of %d bytes is too large for this platform", name, ft.tableLen)
 	}
 	tab := make([]byte, ft.tableLen)
 	if err := readFull(f, tab, int64(ft.tableOff)); err != nil {
@@ -159,6 +163,9 @@ func (r *File) ReadFrame(addr uint64) (*delta.Frame, error) {
 		return nil, fmt.Errorf("pool: read %s frame %d: %w", r.name, addr, ErrNoFrame)
 	}
 	e := r.entries[i]
+	if uint64(e.len) > math.MaxInt/2 {
+		return nil, fmt.Errorf("pool: read %s frame %d: %d bytes is too large for this platform", r.name, addr, e.len)
+	}
 	bp := getBuf(int(e.len))
 	defer putBuf(bp)
 	buf := (*bp)[:e.len]
