@@ -176,10 +176,12 @@ func (f *Frame) Size() int {
 }
 
 // Check reports why f cannot be encoded: it must hold exactly one record,
-// have a non-zero Addr and a Link below it, fit in MaxFrameBytes, and a
-// delta's flags, a base's counts and fence lengths must fit their fields.
-// It does not check a base's entry order (Builder's contract); DecodeFrame
-// does.
+// have a non-zero Addr and a Link below it and fit in MaxFrameBytes; a
+// delta may carry only the known flags; a base's Keys must be consistent
+// with its entry count, and an inner base must have a child. Check costs
+// one pass over a base's offsets and no key comparison, so it does not
+// check entry order (Builder's contract); DecodeFrame does, and rejects a
+// base built against that contract.
 func (f *Frame) Check() error {
 	_, err := f.check()
 	return err
