@@ -10,8 +10,12 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
+// openTest opens a DB in Relaxed durability (these tests are about
+// semantics, not fsyncs; the crash tests cover both modes).
 func openTest(t testing.TB, o *bwkv.Options) *bwkv.DB {
 	t.Helper()
+	o = o.Clone()
+	o.Durability = bwkv.DurabilityRelaxed
 	db, err := bwkv.Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)

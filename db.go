@@ -16,6 +16,7 @@ import (
 	"github.com/bwkv/bwkv/mvcc"
 	"github.com/bwkv/bwkv/tree"
 	"github.com/bwkv/bwkv/vfs"
+	"github.com/bwkv/bwkv/wal"
 )
 
 // Directory layout.
@@ -37,6 +38,12 @@ type DB struct {
 
 	tree *tree.Tree
 	mv   *mvcc.Manager
+	wal  *wal.Writer // nil when read-only
+
+	recovery RecoveryStats
+	// degraded holds the error that made the DB read-only (a failed log
+	// write or fsync); nil while healthy.
+	degraded atomic.Pointer[error]
 
 	closed   atomic.Bool
 	readOnly atomic.Bool // opened read-only or degraded
@@ -54,7 +61,7 @@ type DB struct {
 }
 
 type dbCounters struct {
-	commits, aborts, conflicts, tooOld atomic.Uint64
+	commits, aborts, conflicts, tooOld, bgErrors atomic.Uint64
 }
 
 // Open opens (creating if needed, unless opts.ErrorIfNotExist) the database
@@ -101,16 +108,20 @@ func Open(dir string, opts *Options) (*DB, error) {
 		txns: make(map[*Txn]struct{}),
 		stop: make(chan struct{}),
 	}
-	db.mv = mvcc.NewManager(0)
+	db.mv = mvcc.NewManager(0, db.durableLSN)
 	db.tree = tree.New(tree.Config{
 		SplitEntries: o.PageSplitEntries,
 		ChainMax:     o.DeltaChainMax,
 	}, tree.Env{
-		LowUnretired: db.mv.Low,
+		LowUnretired: func() uint64 { return db.mv.Low() },
 		Epoch:        func() uint64 { return 0 },
 	})
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }
+	if err := db.recover(exists); err != nil {
+		lk.Close()
+		return nil, err
+	}
 	if !o.ReadOnly {
 		db.bg.Add(1)
 		go db.retireLoop()
@@ -161,7 +172,16 @@ func (db *DB) Close() error {
 	}
 	close(db.stop)
 	db.bg.Wait()
-	return db.lock.Close()
+	var err error
+	if db.wal != nil {
+		if werr := db.wal.Close(); werr != nil && db.degraded.Load() == nil {
+			err = fmt.Errorf("bwkv: close: %w", werr)
+		}
+	}
+	if lerr := db.lock.Close(); lerr != nil && err == nil {
+		err = fmt.Errorf("bwkv: close: %w", lerr)
+	}
+	return err
 }
 
 func (db *DB) checkOpen() error {
@@ -302,7 +322,16 @@ func (db *DB) oneOp(key, value []byte, del bool) error {
 
 // Sync makes every commit so far durable.
 func (db *DB) Sync() error {
-	return db.checkOpen()
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	if db.wal == nil {
+		return nil
+	}
+	if err := db.wal.Sync(db.wal.Head()); err != nil {
+		return db.degrade(err)
+	}
+	return nil
 }
 
 // Checkpoint cuts the hot generation now and waits for its publish.

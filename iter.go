@@ -25,8 +25,8 @@ type Iter struct {
 	owner  func() error // the snapshot's or txn's liveness check
 
 	// The current leaf's visible entries within bounds.
-	ents  []iterEntry
-	pos   int
+	ents []iterEntry
+	pos  int
 	// Fences of the leaf the entries came from (copies).
 	pageLow, pageHigh []byte
 	pageHasHigh       bool

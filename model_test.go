@@ -401,6 +401,7 @@ func runModel(t *testing.T, seed uint64, ops int, o bwkv.Options) {
 		lastWrite: map[string]int{},
 		nkeys:     50 + int(seed%4)*100,
 	}
+	o.Durability = bwkv.DurabilityRelaxed
 	db, err := bwkv.Open(t.TempDir(), &o)
 	if err != nil {
 		t.Fatal(err)

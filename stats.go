@@ -83,6 +83,18 @@ func (db *DB) Stats() Stats {
 		Consolidations: ts.Consolidations, Splits: ts.Splits, RootSplits: ts.RootSplits, Merges: ts.Merges,
 	}
 	s.Cache.Bytes = sh.Bytes
+	s.Recovery = db.recovery
+	s.BackgroundErrors = db.stats.bgErrors.Load()
+	if db.wal != nil {
+		ws := db.wal.Stats()
+		s.WAL = WALStats{
+			Bytes:          uint64(ws.Bytes),
+			Records:        uint64(ws.Records),
+			Syncs:          uint64(ws.Syncs),
+			SyncLatency:    ws.SyncLatency,
+			RecordsPerSync: ws.RecordsPerSync,
+		}
+	}
 	s.Txn = TxnStats{
 		Commits:   db.stats.commits.Load(),
 		Aborts:    db.stats.aborts.Load(),

@@ -4,8 +4,10 @@ import (
 	"sync"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/failpoints"
 	"github.com/bwkv/bwkv/mvcc"
 	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/wal"
 )
 
 // Txn is a read-write transaction with snapshot isolation: it reads the
@@ -22,6 +24,10 @@ type Txn struct {
 	doomed error
 	seq    uint32
 	writes []undo
+	// began is set once the begin record is logged (lazily, before the
+	// first write); first is its LSN and last the txn's newest record's.
+	began       bool
+	first, last wal.LSN
 }
 
 // undo is what a rollback needs to compensate one write: the key and the
@@ -31,6 +37,9 @@ type undo struct {
 	key    []byte
 	old    []byte
 	hasOld bool
+	// prev is the write record's PrevLSN: a CLR compensating this write
+	// names it as undo-next.
+	prev wal.LSN
 }
 
 func (tx *Txn) usable() error {
@@ -117,13 +126,25 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		if conflict {
 			return nil, ErrConflict
 		}
+		rec := wal.Record{TxID: wal.TxID(me), Key: key}
 		flags := delta.Flags(0)
-		if del {
+		switch {
+		case del:
 			flags = delta.Tombstone
+			rec.Type, rec.OldValue, rec.HasOld = wal.Delete, u.old, u.hasOld
+		case u.hasOld:
+			rec.Type, rec.OldValue, rec.HasOld, rec.Value = wal.Update, u.old, true, value
+		default:
+			rec.Type, rec.Value = wal.Put, value
 		}
-		tx.seq++
-		d := delta.New(key, value, me, tx.seq, flags)
+		lsn, err := tx.log(&rec)
+		if err != nil {
+			return nil, err
+		}
+		d := delta.New(key, value, me, rec.Seq, flags)
+		d.LSN = uint64(lsn)
 		u.key = d.Key
+		u.prev = rec.PrevLSN
 		return d, nil
 	})
 	if err != nil {
@@ -167,12 +188,54 @@ func (tx *Txn) Commit() error {
 	tx.done = true
 	tx.mu.Unlock()
 	db := tx.db
+	defer db.afterFinish()
+	defer db.forget(tx)
+	if !tx.began {
+		db.mv.Commit(tx.st) // read-only: nothing was logged
+		return nil
+	}
 	db.mv.SetCommitting(tx.st)
+	rec := wal.Record{Type: wal.Commit, TxID: wal.TxID(tx.st.ID)}
+	lsn, err := tx.log(&rec)
+	if err != nil {
+		db.mv.SetInDoubt(tx.st)
+		return err
+	}
+	failpoints.Hit(failpoints.TxnCommitLogged)
+	if db.opts.Durability == DurabilitySync {
+		if err := db.wal.Sync(lsn + wal.LSN(wal.EncodedSize(&rec))); err != nil {
+			// In doubt: invisible until reopen, which decides.
+			db.mv.SetInDoubt(tx.st)
+			return db.degrade(err)
+		}
+	}
+	failpoints.Hit(failpoints.TxnCommitDurable)
 	db.mv.Commit(tx.st)
 	db.stats.commits.Add(1)
-	db.forget(tx)
-	db.afterFinish()
 	return nil
+}
+
+// log appends r as the txn's next record, logging the begin record first
+// if needed. It fills r's Seq and PrevLSN. Called under the txn's mutex or
+// by its only user.
+func (tx *Txn) log(r *wal.Record) (wal.LSN, error) {
+	db := tx.db
+	if !tx.began {
+		lsn, err := db.wal.Append(&wal.Record{Type: wal.Begin, TxID: wal.TxID(tx.st.ID)})
+		if err != nil {
+			return 0, db.degrade(err)
+		}
+		tx.began, tx.first, tx.last = true, lsn, lsn
+	}
+	tx.seq++
+	r.Seq = tx.seq
+	r.PrevLSN = tx.last
+	lsn, err := db.wal.Append(r)
+	if err != nil {
+		return 0, db.degrade(err)
+	}
+	tx.last = lsn
+	return lsn, nil
 }
 
 // Rollback undoes the transaction's writes. Rolling back a finished
@@ -206,17 +269,32 @@ func (tx *Txn) rollback(count bool) error {
 	db.mv.SetAborted(tx.st)
 	for i := len(writes) - 1; i >= 0; i-- {
 		u := writes[i]
-		tx.seq++
-		seq := tx.seq
 		_ = db.tree.Write(u.key, func(*node.Page) (*delta.Delta, error) {
 			flags := delta.CLR
 			if !u.hasOld {
 				flags |= delta.Tombstone
 			}
-			return delta.New(u.key, u.old, tx.st.ID, seq, flags), nil
+			rec := wal.Record{Type: wal.CLR, TxID: wal.TxID(tx.st.ID), Key: u.key,
+				Value: u.old, Tombstone: !u.hasOld, UndoNext: u.prev}
+			// A failed append degrades the DB; the compensation is still
+			// installed so this process never shows the txn's writes, and
+			// the next open undoes it from the log.
+			lsn, _ := tx.log(&rec)
+			d := delta.New(u.key, u.old, tx.st.ID, rec.Seq, flags)
+			d.LSN = uint64(lsn)
+			return d, nil
 		})
+		failpoints.Hit(failpoints.TxnUndoCLR)
 	}
-	db.mv.FinishAbort(tx.st)
+	var endEnd uint64
+	if tx.began && db.degraded.Load() == nil {
+		rec := wal.Record{Type: wal.End, TxID: wal.TxID(tx.st.ID)}
+		if lsn, err := tx.log(&rec); err == nil {
+			endEnd = uint64(lsn) + uint64(wal.EncodedSize(&rec))
+		}
+		failpoints.Hit(failpoints.TxnAbortEnd)
+	}
+	db.mv.FinishAbort(tx.st, endEnd)
 	if count {
 		db.stats.aborts.Add(1)
 	}

@@ -33,8 +33,10 @@ type Txn struct {
 	state    atomic.Uint32
 	commitTS atomic.Uint64
 	// doneTS is drawn after an aborted txn's last compensation; the txn
-	// retires once the watermark passes it. 0: not finished.
+	// retires once the watermark passes it and its end record (at
+	// endLSN+1, 0 meaning none) is durable. 0: not finished.
 	doneTS atomic.Uint64
+	endLSN atomic.Uint64
 
 	// Reg is the txn's registry slot (its start timestamp).
 	Reg Reg
@@ -60,14 +62,19 @@ type Manager struct {
 	qhead int
 
 	retireMu sync.Mutex // one retirement pass at a time (TryLock)
+
+	// durable reports the log position below which every record is
+	// durable (nil: everything is).
+	durable func() uint64
 }
 
 // NewManager returns a manager whose oracle starts at oracle; every txid
 // below oracle+1 counts as retired (after recovery nothing older is live).
-func NewManager(oracle uint64) *Manager {
+func NewManager(oracle uint64, durable func() uint64) *Manager {
 	m := &Manager{
-		status: xsync.NewMapOf[uint64, *Txn](),
-		reg:    NewRegistry(),
+		status:  xsync.NewMapOf[uint64, *Txn](),
+		reg:     NewRegistry(),
+		durable: durable,
 	}
 	m.ts.Store(oracle)
 	m.low.Store(oracle + 1)
@@ -136,8 +143,10 @@ func (m *Manager) SetInDoubt(t *Txn) {
 func (m *Manager) SetAborted(t *Txn) { t.state.Store(uint32(Aborted)) }
 
 // FinishAbort records that every compensation of t is installed and its end
-// record is durable, and releases its registration.
-func (m *Manager) FinishAbort(t *Txn) {
+// record ends at log position endEnd (0: no record was logged), and
+// releases its registration. t retires once that position is durable.
+func (m *Manager) FinishAbort(t *Txn, endEnd uint64) {
+	t.endLSN.Store(endEnd)
 	t.doneTS.Store(m.ts.Add(1))
 	m.reg.Unregister(&t.Reg)
 }
@@ -203,6 +212,10 @@ func (m *Manager) Retire() int {
 	defer m.retireMu.Unlock()
 	t0 := m.ts.Load()
 	w := m.reg.Min(t0)
+	durable := ^uint64(0)
+	if m.durable != nil {
+		durable = m.durable()
+	}
 	n := 0
 	for {
 		m.qmu.Lock()
@@ -212,7 +225,7 @@ func (m *Manager) Retire() int {
 		}
 		t := m.queue[m.qhead]
 		m.qmu.Unlock()
-		if !retirable(t, w) {
+		if !retirable(t, w, durable) {
 			break
 		}
 		m.qmu.Lock()
@@ -243,13 +256,13 @@ func (m *Manager) Retire() int {
 	return n
 }
 
-func retirable(t *Txn, w uint64) bool {
+func retirable(t *Txn, w, durable uint64) bool {
 	switch State(t.state.Load()) {
 	case Committed:
 		return t.commitTS.Load() < w
 	case Aborted:
 		d := t.doneTS.Load()
-		return d != 0 && d < w
+		return d != 0 && d < w && t.endLSN.Load() <= durable
 	default:
 		return false
 	}
@@ -284,3 +297,15 @@ func (r *Reader) Start() uint64 { return r.start }
 
 // Visible implements node.Visibility.
 func (r *Reader) Visible(id uint64) bool { return r.m.visible(id, r.me, r.start) }
+
+// RetireAll retires every txn at once (after recovery nothing is live):
+// low moves past the oracle.
+func (m *Manager) RetireAll() {
+	m.qmu.Lock()
+	defer m.qmu.Unlock()
+	for _, t := range m.queue[m.qhead:] {
+		m.status.Delete(t.ID)
+	}
+	m.queue, m.qhead = nil, 0
+	m.low.Store(m.ts.Load() + 1)
+}

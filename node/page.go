@@ -168,3 +168,24 @@ func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 		}
 	}
 }
+
+// Has reports whether the page holds the exact version (txid, seq) of key,
+// CLRs included (recovery's redo skips a version already present).
+func (p *Page) Has(key []byte, txid uint64, seq uint32) bool {
+	for d := p.Head; d != nil; d = d.Next {
+		if d.TxID == txid && d.Seq == seq && bytes.Equal(d.Key, key) {
+			return true
+		}
+	}
+	b := p.Base
+	for i := b.Search(key); i < b.Len(); i++ {
+		e := b.At(i)
+		if !bytes.Equal(e.Key, key) {
+			return false
+		}
+		if e.TxID == txid && e.Seq == seq {
+			return true
+		}
+	}
+	return false
+}

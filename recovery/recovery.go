@@ -1,0 +1,202 @@
+package recovery
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/wal"
+)
+
+// Applier installs versions in the index. Every call runs on the opening
+// goroutine before the DB is handed out.
+type Applier interface {
+	// Redo installs the version a put, update, delete or CLR record
+	// describes, unless that version is already present.
+	Redo(lsn wal.LSN, r *wal.Record) error
+}
+
+// Options say where the log is and how to continue it.
+type Options struct {
+	WAL wal.Options
+	// From is analysisStart: the log is read from here.
+	From wal.LSN
+	// Frontier is the checkpoint frontier: records below it are already in
+	// the durable pages; redo starts here.
+	Frontier wal.LSN
+	// Hook, if set, is called before each undo step (tests use it to
+	// crash in the middle of recovery).
+	Hook func()
+	// ReadOnly recovers in memory only: the log is not opened for
+	// writing, and losers are compensated in the index without CLRs (the
+	// next read-write open undoes them for good).
+	ReadOnly bool
+}
+
+// Result describes what recovery did.
+type Result struct {
+	RecordsReplayed int64
+	LosersUndone    int
+	CLRsWritten     int
+	TornBytes       int64
+	// MaxTxID is the highest txid the log names (the oracle restarts above).
+	MaxTxID  uint64
+	End      wal.LSN
+	Duration time.Duration
+}
+
+// rec is what undo needs of one record of an open transaction.
+type rec struct {
+	typ      wal.Type
+	prev     wal.LSN
+	undoNext wal.LSN
+	key, old []byte
+	hasOld   bool
+}
+
+type txn struct {
+	last    wal.LSN
+	maxSeq  uint32
+	records map[wal.LSN]*rec
+}
+
+// Run recovers the log in o.WAL.Dir and returns the writer that continues
+// it. On error nothing was written.
+func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
+	start := time.Now()
+	var res Result
+	open := map[wal.TxID]*txn{}
+	rr, err := wal.Replay(o.WAL.FS, o.WAL.Dir, o.From, o.Frontier, func(lsn wal.LSN, r *wal.Record) error {
+		res.RecordsReplayed++
+		if uint64(r.TxID) > res.MaxTxID {
+			res.MaxTxID = uint64(r.TxID)
+		}
+		t := open[r.TxID]
+		if t == nil {
+			t = &txn{records: map[wal.LSN]*rec{}}
+			open[r.TxID] = t
+		}
+		t.last = lsn
+		if r.Seq > t.maxSeq {
+			t.maxSeq = r.Seq
+		}
+		switch r.Type {
+		case wal.Commit, wal.End:
+			delete(open, r.TxID)
+			return nil
+		case wal.Begin:
+			t.records[lsn] = &rec{typ: wal.Begin}
+			return nil
+		}
+		x := &rec{typ: r.Type, prev: r.PrevLSN, undoNext: r.UndoNext}
+		if r.Type != wal.CLR {
+			x.key = slices.Clone(r.Key)
+			x.old, x.hasOld = slices.Clone(r.OldValue), r.HasOld
+		}
+		t.records[lsn] = x
+		if lsn < o.Frontier {
+			return nil
+		}
+		failpoints.Hit(failpoints.RecoveryRedo)
+		return ap.Redo(lsn, r)
+	})
+	res.TornBytes = rr.TornBytes
+	res.End = rr.End
+	if err != nil {
+		return nil, res, err
+	}
+	var w *wal.Writer
+	if !o.ReadOnly {
+		w, err = wal.Open(o.WAL, rr.End)
+		if err != nil {
+			return nil, res, fmt.Errorf("recovery: open log at %d: %w", rr.End, err)
+		}
+	}
+	ids := make([]wal.TxID, 0, len(open))
+	for id := range open {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for i := len(ids) - 1; i >= 0; i-- {
+		n, err := undo(o, w, ap, ids[i], open[ids[i]])
+		res.CLRsWritten += n
+		if err != nil {
+			if w != nil {
+				w.Close()
+			}
+			return nil, res, err
+		}
+		res.LosersUndone++
+	}
+	if len(ids) > 0 && w != nil {
+		if err := w.Sync(w.Head()); err != nil {
+			w.Close()
+			return nil, res, fmt.Errorf("recovery: sync undo records: %w", err)
+		}
+	}
+	failpoints.Hit(failpoints.RecoveryEnd)
+	res.Duration = time.Since(start)
+	return w, res, nil
+}
+
+// undo compensates one loser's uncompensated writes, newest first, then
+// appends its end record.
+func undo(o Options, w *wal.Writer, ap Applier, id wal.TxID, t *txn) (int, error) {
+	n := 0
+	seq := t.maxSeq
+	prevLSN := t.last
+	cur, ok := t.last, true
+	for ok {
+		x := t.records[cur]
+		if x == nil {
+			// Records before analysisStart belong to a txn that was
+			// durable-ended or whose writes lie wholly in the checkpoint;
+			// analysisStart guarantees no loser reaches below it.
+			return n, fmt.Errorf("recovery: txn %d: record at %d not in the analysed log", id, cur)
+		}
+		switch x.typ {
+		case wal.Begin:
+			ok = false
+			continue
+		case wal.CLR:
+			cur = x.undoNext
+			continue
+		}
+		if o.Hook != nil {
+			o.Hook()
+		}
+		failpoints.Hit(failpoints.RecoveryUndo)
+		seq++
+		clr := &wal.Record{
+			Type:      wal.CLR,
+			TxID:      id,
+			Seq:       seq,
+			PrevLSN:   prevLSN,
+			Key:       x.key,
+			Value:     x.old,
+			Tombstone: !x.hasOld,
+			UndoNext:  x.prev,
+		}
+		var lsn wal.LSN
+		if w != nil {
+			var err error
+			if lsn, err = w.Append(clr); err != nil {
+				return n, fmt.Errorf("recovery: undo txn %d: %w", id, err)
+			}
+		}
+		if err := ap.Redo(lsn, clr); err != nil {
+			return n, err
+		}
+		n++
+		prevLSN = lsn
+		cur = x.prev
+	}
+	if w == nil {
+		return n, nil
+	}
+	if _, err := w.Append(&wal.Record{Type: wal.End, TxID: id, Seq: seq, PrevLSN: prevLSN}); err != nil {
+		return n, fmt.Errorf("recovery: end txn %d: %w", id, err)
+	}
+	return n, nil
+}
