@@ -83,8 +83,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if !exists && (o.ErrorIfNotExist || o.ReadOnly) {
 		return nil, fmt.Errorf("bwkv: open %s: database does not exist: %w", dir, os.ErrNotExist)
 	}
-	if !o.ReadOnly {
-		if err := fs.MkdirAll(filepath.Join(dir, walDir), 0o755); err != nil {
+	if !exists && !o.ReadOnly {
+		if err := mkdirDurable(fs, filepath.Join(dir, walDir)); err != nil {
 			return nil, fmt.Errorf("bwkv: open %s: %w", dir, err)
 		}
 	}
@@ -127,6 +127,30 @@ func Open(dir string, opts *Options) (*DB, error) {
 		go db.retireLoop()
 	}
 	return db, nil
+}
+
+// mkdirDurable creates dir and its missing parents and fsyncs each parent
+// directory, so the new entries survive a power loss.
+func mkdirDurable(fs vfs.FS, dir string) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range missing {
+		if err := fs.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // retireLoop retires finished transactions in the background, so that
