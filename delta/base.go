@@ -3,6 +3,7 @@ package delta
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 )
 
 // entryHeader is the fixed part of a slab entry:
@@ -147,6 +148,13 @@ func (bd *Builder) Add(key, value []byte, txid uint64, seq uint32, flags Flags) 
 	bd.offs = append(bd.offs, off)
 	s := off + entryHeader
 	bd.lastKey = bd.slab[s : s+uint32(len(key))]
+}
+
+// Grow preallocates room for n more entries holding kvBytes of keys and
+// values in all, so building a page costs one slab allocation.
+func (bd *Builder) Grow(n, kvBytes int) {
+	bd.slab = slices.Grow(bd.slab, n*entryHeader+kvBytes)
+	bd.offs = slices.Grow(bd.offs, n)
 }
 
 // AddChild appends an inner entry mapping separator to child.

@@ -147,7 +147,7 @@ func (c *Contents) Keys() int { return len(c.keyStart) }
 
 // Collect gathers p's versions after the retention rule.
 func (p *Page) Collect(lowUnretired uint64) *Contents {
-	c := &Contents{}
+	c := &Contents{vers: make([]ver, 0, p.Base.Len()+p.Len)}
 	c.appendPage(p, lowUnretired)
 	return c
 }
@@ -184,6 +184,11 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 		if to < len(c.keyStart) {
 			e = c.keyStart[to]
 		}
+		size := 0
+		for _, v := range c.vers[s:e] {
+			size += len(v.key) + len(v.val)
+		}
+		bd.Grow(e-s, size)
 		for _, v := range c.vers[s:e] {
 			bd.Add(v.key, v.val, v.txid, v.seq, v.flags)
 		}
