@@ -394,7 +394,13 @@ func TestConcurrentSMOs(t *testing.T) {
 			m := models[g]
 			for n := 0; time.Now().Before(deadline); n++ {
 				k := fmt.Sprintf("k%04d-%d", rng.IntN(perWriter), g)
-				if rng.IntN(3) == 0 {
+				// Grow in the first half, shrink in the second: pages
+				// split, then empty out and merge.
+				del := rng.IntN(5) == 0
+				if time.Until(deadline) < d/2 {
+					del = rng.IntN(5) != 0
+				}
+				if del {
 					if err := db.Delete([]byte(k)); err != nil {
 						errc <- err
 						return
