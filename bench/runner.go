@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 )
@@ -36,6 +37,13 @@ type RunOptions struct {
 	Seed           uint64 // 0: from the clock
 	Repeat         int    // recorded in the row (set by matrix)
 	Progress       bool
+	// CPUProfile, when set, receives a CPU profile of the measure phase.
+	CPUProfile string
+	// MemProfile, when set, receives the allocation profile at the end of
+	// the measure phase, and MemProfile+".base" the one at its start:
+	// `go tool pprof -sample_index=alloc_space -diff_base X.base X` shows
+	// the measure phase alone.
+	MemProfile string
 }
 
 // DefaultRunOptions returns kv_bench's defaults where it has one.
@@ -155,7 +163,10 @@ func Run(o RunOptions) (*Result, error) {
 	}
 	settleSecs := time.Since(t0).Seconds()
 
-	m := measure(eng, w, chooser, readPath, o)
+	m, err := measure(eng, w, chooser, readPath, o)
+	if err != nil {
+		return nil, err
+	}
 
 	info := eng.Info()
 	disk := DiskBytes(o.Path)
@@ -314,7 +325,19 @@ func isConflict(err error) bool {
 	return false
 }
 
-func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOptions) measured {
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOptions) (measured, error) {
 	workers := make([]*worker, o.Threads)
 	for tid := range workers {
 		workers[tid] = &worker{
@@ -384,6 +407,21 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 		}(wk, quota)
 	}
 	runtime.GC() // start every engine's measurement from a collected heap
+	if o.MemProfile != "" {
+		if err := writeProfile("allocs", o.MemProfile+".base"); err != nil {
+			return measured{}, err
+		}
+	}
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return measured{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return measured{}, err
+		}
+	}
 	before := ReadRuntime()
 	start := time.Now()
 	deadline = start.Add(time.Duration(o.MeasureSecs) * time.Second)
@@ -391,7 +429,15 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 	wg.Wait()
 	elapsed := time.Since(start)
 	after := ReadRuntime()
+	if o.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	bar.Done()
+	if o.MemProfile != "" {
+		if err := writeProfile("allocs", o.MemProfile); err != nil {
+			return measured{}, err
+		}
+	}
 
 	m := measured{elapsed: elapsed, lat: NewLatency(), rt: after.Sub(before)}
 	for _, wk := range workers {
@@ -399,5 +445,5 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 		m.errs += wk.errs
 		m.lat.Merge(wk.lat)
 	}
-	return m
+	return m, nil
 }

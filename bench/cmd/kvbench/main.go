@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -98,34 +97,14 @@ func cmdRun(args []string) error {
 	fs.Uint64Var(&o.Seed, "seed", 0, "RNG seed (0: from the clock; recorded in the row)")
 	fs.IntVar(&o.Repeat, "repeat", 0, "repeat number recorded in the row (set by matrix)")
 	fs.BoolVar(&o.Progress, "progress", bench.ProgressAuto(), "progress bars on stderr")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run")
-	memProfile := fs.String("memprofile", "", "write an allocation profile at the end")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the measure phase")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write allocation profiles at the start (FILE.base) and end (FILE) of the measure phase")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	r, err := bench.Run(o)
 	if err != nil {
 		return err
-	}
-	if *memProfile != "" {
-		f, err := os.Create(*memProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			return err
-		}
-		f.Close()
 	}
 	if err := bench.AppendCSV(*resultFile, r); err != nil {
 		return fmt.Errorf("failed to write result file %s: %w", *resultFile, err)
