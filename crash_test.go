@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,6 +98,10 @@ func crashWorkload(dir, mode string, out *crashOut) {
 	if mode == "relaxed" {
 		o.Durability = bwkv.DurabilityRelaxed
 		o.FlushInterval = 5 * time.Millisecond
+	}
+	if os.Getenv("BWKV_CRASH_CKPT") != "" {
+		// Tiny checkpoints: crashes land inside them.
+		o.CheckpointBytes = 16 << 10
 	}
 	db, err := bwkv.Open(dir, o)
 	if err != nil {
@@ -337,8 +342,13 @@ func TestCrashKill9(t *testing.T) {
 	if testing.Short() {
 		rounds = 6
 	}
-	for _, mode := range []string{"sync", "relaxed"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range []struct{ mode, ckpt string }{{"sync", ""}, {"relaxed", ""}, {"sync", "1"}, {"relaxed", "1"}} {
+		mode := c.mode
+		name := mode
+		if c.ckpt != "" {
+			name += "-tiny-checkpoints"
+		}
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			m := newCrashModel()
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
@@ -347,6 +357,7 @@ func TestCrashKill9(t *testing.T) {
 				delay := time.Duration(20+rng.IntN(200)) * time.Millisecond
 				lines := runChild(t, []string{
 					"BWKV_CRASH_DIR=" + dir, "BWKV_CRASH_MODE=" + mode, fmt.Sprintf("BWKV_CRASH_ROUND=%d", r),
+					"BWKV_CRASH_CKPT=" + c.ckpt,
 				}, func(<-chan string) bool { time.Sleep(delay); return true })
 				m.absorb(lines, mode == "relaxed")
 				for _, l := range lines {
@@ -361,6 +372,12 @@ func TestCrashKill9(t *testing.T) {
 			}
 			if commits == 0 {
 				t.Fatal("children acknowledged no commit")
+			}
+			if c.ckpt != "" {
+				datas, _ := filepath.Glob(filepath.Join(dir, "*.data"))
+				if len(datas) == 0 {
+					t.Fatal("tiny-checkpoint children wrote no data file")
+				}
 			}
 			t.Logf("%d rounds, %d acknowledged commits, %d protected", rounds/2, commits, len(m.acked))
 		})

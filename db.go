@@ -13,7 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/mvcc"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/tree"
 	"github.com/bwkv/bwkv/vfs"
 	"github.com/bwkv/bwkv/wal"
@@ -37,8 +42,18 @@ type DB struct {
 	log  *slog.Logger
 
 	tree *tree.Tree
+	pt   *pagetable.Table[node.Page]
 	mv   *mvcc.Manager
 	wal  *wal.Writer // nil when read-only
+	gens *generation.Manager
+	man  *manifest.Manifest
+	// format holds the persisted format options in force.
+	format manifest.FormatOptions
+
+	filesMu sync.Mutex
+	files   map[manifest.FileID]*pool.File // open data files (read side)
+
+	ckpt ckptState
 
 	recovery RecoveryStats
 	// degraded holds the error that made the DB read-only (a failed log
@@ -100,33 +115,117 @@ func Open(dir string, opts *Options) (*DB, error) {
 		logger = slog.New(discardHandler{})
 	}
 	db := &DB{
-		dir:  dir,
-		opts: *o,
-		fs:   fs,
-		lock: lk,
-		log:  logger,
-		txns: make(map[*Txn]struct{}),
-		stop: make(chan struct{}),
+		dir:   dir,
+		opts:  *o,
+		fs:    fs,
+		lock:  lk,
+		log:   logger,
+		txns:  make(map[*Txn]struct{}),
+		stop:  make(chan struct{}),
+		files: make(map[manifest.FileID]*pool.File),
+		ckpt:  newCkptState(),
 	}
+	if err := db.open(exists); err != nil {
+		db.closeFiles()
+		if db.man != nil {
+			db.man.Close()
+		}
+		if db.wal != nil {
+			db.wal.Close()
+		}
+		lk.Close()
+		return nil, err
+	}
+	if !o.ReadOnly {
+		db.bg.Add(2)
+		go db.retireLoop()
+		go db.checkpointLoop()
+		if db.recovery.RecordsReplayed > 100_000 {
+			db.kickCheckpoint() // a long redo: shorten the next one
+		}
+	}
+	return db, nil
+}
+
+// open reads the manifest, loads the page table, builds the tree and runs
+// recovery. Nothing is written before the manifest and the log validated.
+func (db *DB) open(exists bool) error {
+	o := &db.opts
+	man, st, err := manifest.Open(db.fs, db.dir, !o.ReadOnly)
+	if err != nil {
+		return db.openErr(err)
+	}
+	db.man = man
+	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize, Compression: compressionName(o.Compression)}
+	if st.FormatVersion != 0 {
+		if st.Options != db.format {
+			db.log.Info("bwkv: stored format options win over the requested ones", "stored", st.Options, "requested", db.format)
+		}
+		db.format = st.Options
+		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize = st.Options.PageSplitEntries, st.Options.BlobThreshold, st.Options.MaxKeySize
+	}
+	db.pt = pagetable.New[node.Page](tree.RootPID + 1)
+	for pid, addr := range st.Pages {
+		db.pt.Slot(pagetable.PID(pid)).Disk.Store(addr)
+	}
+	db.pt.Reserve(pagetable.PID(st.NextPID))
+	lastAddr := uint64(0)
+	if st.NextAddr > 0 {
+		lastAddr = st.NextAddr - 1
+	}
+	db.gens = generation.NewManager(1, lastAddr)
+	// Until recovery ends every txid counts as unretired, so consolidation
+	// during redo drops nothing an undo may need; RetireAll follows.
 	db.mv = mvcc.NewManager(0, db.durableLSN)
+	db.mv.AdvanceTo(st.Oracle)
 	db.tree = tree.New(tree.Config{
 		SplitEntries: o.PageSplitEntries,
 		ChainMax:     o.DeltaChainMax,
 	}, tree.Env{
 		LowUnretired: func() uint64 { return db.mv.Low() },
-		Epoch:        func() uint64 { return 0 },
-	})
+		Gens:         db.gens,
+		Load:         db.loadPage,
+	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }
-	if err := db.recover(exists); err != nil {
-		lk.Close()
-		return nil, err
+	if err := db.recover(exists, wal.LSN(st.AnalysisStart), wal.LSN(st.Frontier)); err != nil {
+		return err
 	}
-	if !o.ReadOnly {
-		db.bg.Add(1)
-		go db.retireLoop()
+	if o.ReadOnly {
+		return nil
 	}
-	return db, nil
+	// The first mutations: finish the manifest's torn tail, delete data
+	// files no manifest commit names (a crashed checkpoint's) and retired
+	// ones, and log segments wholly below analysisStart.
+	if err := db.man.Prepare(); err != nil {
+		return db.openErr(err)
+	}
+	if err := db.removeOrphans(st); err != nil {
+		return err
+	}
+	if err := db.wal.Recycle(wal.LSN(st.AnalysisStart)); err != nil {
+		return fmt.Errorf("bwkv: open %s: recycle log: %w", db.dir, err)
+	}
+	return nil
+}
+
+func compressionName(on bool) string {
+	if on {
+		return "zstd"
+	}
+	return ""
+}
+
+// openErr maps a lower layer's error to the public ones.
+func (db *DB) openErr(err error) error {
+	var mc *manifest.CorruptionError
+	if errors.As(err, &mc) {
+		return fmt.Errorf("bwkv: open %s: %w", db.dir, &CorruptionError{File: mc.File, Offset: mc.Offset, Reason: mc.Reason})
+	}
+	if errors.Is(err, manifest.ErrVersion) || errors.Is(err, pool.ErrVersion) {
+		return fmt.Errorf("bwkv: open %s: %w: %v", db.dir, ErrVersion, err)
+	}
+	return fmt.Errorf("bwkv: open %s: %w", db.dir, err)
 }
 
 // mkdirDurable creates dir and its missing parents and fsyncs each parent
@@ -197,6 +296,10 @@ func (db *DB) Close() error {
 	close(db.stop)
 	db.bg.Wait()
 	var err error
+	db.closeFiles()
+	if db.man != nil {
+		db.man.Close()
+	}
 	if db.wal != nil {
 		if werr := db.wal.Close(); werr != nil && db.degraded.Load() == nil {
 			err = fmt.Errorf("bwkv: close: %w", werr)
@@ -358,13 +461,31 @@ func (db *DB) Sync() error {
 	return nil
 }
 
-// Checkpoint cuts the hot generation now and waits for its publish.
+// Checkpoint cuts the hot generation now and waits for its publish. It is
+// not a backup: it bounds the log and the next recovery.
 func (db *DB) Checkpoint() error {
 	if err := db.checkOpen(); err != nil {
 		return err
 	}
 	db.mv.Retire()
-	return nil
+	if db.opts.ReadOnly {
+		return nil
+	}
+	if db.readOnly.Load() {
+		return ErrReadOnly
+	}
+	done := make(chan error, 1)
+	select {
+	case db.ckpt.req <- done:
+	case <-db.stop:
+		return ErrClosed
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-db.stop:
+		return ErrClosed
+	}
 }
 
 // Check verifies the database's structure (TESTING.md I5) and returns every

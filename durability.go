@@ -47,7 +47,7 @@ func (db *DB) walOptions() wal.Options {
 }
 
 // recover replays the log into the tree and undoes the losers (DESIGN §7).
-func (db *DB) recover(exists bool) error {
+func (db *DB) recover(exists bool, from, frontier wal.LSN) error {
 	if !exists {
 		w, err := wal.Open(db.walOptions(), 0)
 		if err != nil {
@@ -56,12 +56,15 @@ func (db *DB) recover(exists bool) error {
 		db.wal = w
 		return nil
 	}
-	ro := recovery.Options{WAL: db.walOptions(), Hook: testRecoveryHook, ReadOnly: db.opts.ReadOnly}
+	ro := recovery.Options{WAL: db.walOptions(), From: from, Frontier: frontier, Hook: testRecoveryHook, ReadOnly: db.opts.ReadOnly}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {
 		var wc *wal.CorruptionError
 		if errors.As(err, &wc) {
 			return fmt.Errorf("bwkv: open %s: %w", db.dir, &CorruptionError{File: wc.File, Offset: wc.Offset, Reason: wc.Reason})
+		}
+		if ce := asCorruption(err); ce != nil {
+			return fmt.Errorf("bwkv: open %s: recovery: %w", db.dir, ce)
 		}
 		return fmt.Errorf("bwkv: open %s: recovery: %w", db.dir, err)
 	}

@@ -104,7 +104,11 @@ func (it *Iter) seekGE(key []byte) bool {
 		if k == nil {
 			k = []byte{}
 		}
-		p := it.db.tree.Leaf(k)
+		p, err := it.db.tree.Leaf(k)
+		if err != nil {
+			it.err = it.db.readErr(err)
+			return it.invalidate()
+		}
 		it.load(p, key, nil)
 		if len(it.ents) > 0 {
 			it.pos = 0
@@ -124,7 +128,11 @@ func (it *Iter) seekLT(key []byte) bool {
 		if it.lo != nil && key != nil && bytes.Compare(key, it.lo) <= 0 {
 			return it.invalidate()
 		}
-		p := it.db.tree.LeafBelow(key)
+		p, err := it.db.tree.LeafBelow(key)
+		if err != nil {
+			it.err = it.db.readErr(err)
+			return it.invalidate()
+		}
 		it.load(p, nil, key)
 		if len(it.ents) > 0 {
 			it.pos = len(it.ents) - 1

@@ -53,7 +53,10 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := s.db.checkKey(key); err != nil {
 		return dst, err
 	}
-	v, ok := s.db.tree.Get(key, &s.r)
+	v, ok, err := s.db.tree.Get(key, &s.r)
+	if err != nil {
+		return dst, s.db.readErr(err)
+	}
 	if !ok {
 		return dst, ErrNotFound
 	}

@@ -84,6 +84,16 @@ func (db *DB) Stats() Stats {
 	}
 	s.Cache.Bytes = sh.Bytes
 	s.Recovery = db.recovery
+	c := &db.ckpt
+	s.Checkpoint = CheckpointStats{
+		Count:         c.count.Load(),
+		Bytes:         c.bytes.Load(),
+		FramesWritten: c.framesWritten.Load(),
+		FramesSkipped: c.framesSkipped.Load(),
+		Duration:      time.Duration(c.nanos.Load()),
+		Frontier:      c.frontier.Load(),
+	}
+	s.BackpressureStalls = c.stalls.Load()
 	s.BackgroundErrors = db.stats.bgErrors.Load()
 	if db.wal != nil {
 		ws := db.wal.Stats()

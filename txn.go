@@ -28,6 +28,9 @@ type Txn struct {
 	// first write); first is its LSN and last the txn's newest record's.
 	began       bool
 	first, last wal.LSN
+	// tooOld is set when the engine rolled the txn back for pinning the
+	// log more than MaxTxnLag bytes behind the head.
+	tooOld bool
 }
 
 // undo is what a rollback needs to compensate one write: the key and the
@@ -43,6 +46,9 @@ type undo struct {
 }
 
 func (tx *Txn) usable() error {
+	if tx.tooOld {
+		return ErrTxnTooOld
+	}
 	if tx.done {
 		if tx.db.closed.Load() {
 			return ErrClosed
@@ -71,7 +77,10 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := tx.db.checkKey(key); err != nil {
 		return dst, err
 	}
-	v, ok := tx.db.tree.Get(key, &tx.r)
+	v, ok, err := tx.db.tree.Get(key, &tx.r)
+	if err != nil {
+		return dst, tx.db.readErr(err)
+	}
 	if !ok {
 		return dst, ErrNotFound
 	}
@@ -98,6 +107,9 @@ func (tx *Txn) Delete(key []byte) error {
 }
 
 func (tx *Txn) write(key, value []byte, del bool) error {
+	// Wait for a lagging checkpointer before taking any lock (the
+	// checkpointer takes txn locks to find the oldest active txn).
+	tx.db.backpressure()
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.usable(); err != nil {
@@ -108,6 +120,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 	}
 	me, start := tx.st.ID, tx.st.ID
 	mv := tx.db.mv
+	defer tx.db.afterWrite()
 	var u undo
 	err := tx.db.tree.Write(key, func(p *node.Page) (*delta.Delta, error) {
 		conflict := false
@@ -243,11 +256,9 @@ func (tx *Txn) log(r *wal.Record) (wal.LSN, error) {
 func (tx *Txn) Rollback() error {
 	tx.mu.Lock()
 	if tx.done {
+		err := tx.usable()
 		tx.mu.Unlock()
-		if tx.db.closed.Load() {
-			return ErrClosed
-		}
-		return ErrTxnDone
+		return err
 	}
 	tx.mu.Unlock()
 	return tx.rollback(true)

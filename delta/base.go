@@ -25,6 +25,9 @@ type Base struct {
 	Level uint8
 	// Keys counts distinct keys.
 	Keys int
+	// Addr is the base's logical address as a frame (set before it is
+	// published; 0 for pages built outside the generational pool).
+	Addr uint64
 }
 
 // Entry is one decoded slab entry. Its slices alias the base's slab, which

@@ -136,6 +136,7 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 		Sibling: sibling,
 		Level:   level,
 		Keys:    int(keys),
+		Addr:    h.Addr,
 	}
 	if hasHigh {
 		bf.b.High = buf[lowLen:fences:fences]

@@ -22,7 +22,17 @@ type Slot[T any] struct {
 	// Mu serializes writers of this page (conflict check, log append,
 	// install). Readers never take it.
 	Mu sync.Mutex
+	// Stamp is the generation in which the page was last marked dirty
+	// (written under Mu; the generation layer's O(1) de-duplication).
+	Stamp atomic.Uint64
+	// Disk is the logical address of the page's newest durable frame while
+	// its state is not loaded (0: none).
+	Disk atomic.Uint64
 }
+
+// CompareAndSwap publishes v if the state is still old (loading a page
+// from disk races only with other loaders).
+func (s *Slot[T]) CompareAndSwap(old, v *T) bool { return s.state.CompareAndSwap(old, v) }
 
 // Load returns the slot's published state (nil if none). Safe concurrently.
 func (s *Slot[T]) Load() *T { return s.state.Load() }

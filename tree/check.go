@@ -23,15 +23,15 @@ type Shape struct {
 // it from Stats, never from a write path.
 func (t *Tree) Shape() Shape {
 	var s Shape
-	root := t.pt.Load(RootPID)
+	root := t.loadQuiet(RootPID)
 	s.Depth = int(root.Base.Level) + 1
 	pid := RootPID
 	for {
-		p := t.pt.Load(pid)
+		p := t.loadQuiet(pid)
 		level := p.Base.Level
 		first := pid
 		for q := pid; q != 0; {
-			qp := t.pt.Load(q)
+			qp := t.loadQuiet(q)
 			s.Pages++
 			s.Bytes += int64(qp.Base.Bytes())
 			if level == 0 {
@@ -50,7 +50,7 @@ func (t *Tree) Shape() Shape {
 		if level == 0 {
 			return s
 		}
-		pid = pagetable.PID(t.pt.Load(first).Base.ChildAt(0))
+		pid = pagetable.PID(t.loadQuiet(first).Base.ChildAt(0))
 	}
 }
 
@@ -69,7 +69,7 @@ func (t *Tree) Check() error {
 			errs = append(errs, fmt.Errorf("tree: "+format, a...))
 		}
 	}
-	root := t.pt.Load(RootPID)
+	root := t.loadQuiet(RootPID)
 	if root == nil || root.Removed {
 		return errors.New("tree: root missing")
 	}
@@ -89,7 +89,7 @@ func (t *Tree) Check() error {
 				break
 			}
 			seen[q] = true
-			p := t.pt.Load(q)
+			p := t.loadQuiet(q)
 			if p == nil || p.Removed {
 				bad("level %d: pid %d on the sibling chain is unmapped or removed", level, q)
 				break
@@ -121,10 +121,10 @@ func (t *Tree) Check() error {
 		// Children named by this level, in order.
 		var kids []pagetable.PID
 		for _, q := range chain {
-			b := t.pt.Load(q).Base
+			b := t.loadQuiet(q).Base
 			for i := 0; i < b.Len(); i++ {
 				c := pagetable.PID(b.ChildAt(i))
-				cp := t.pt.Load(c)
+				cp := t.loadQuiet(c)
 				if cp == nil || cp.Removed {
 					bad("pid %d entry %d names unmapped or removed pid %d", q, i, c)
 					continue
@@ -163,7 +163,7 @@ func (t *Tree) subsequence(kids []pagetable.PID) error {
 		if q == kids[j] {
 			j++
 		}
-		p := t.pt.Load(q)
+		p := t.loadQuiet(q)
 		if p == nil {
 			break
 		}
@@ -197,4 +197,11 @@ func checkPage(pid pagetable.PID, p *node.Page, bad func(string, ...any)) {
 			bad("pid %d: delta key %q outside fences [%q,%q)", pid, d.Key, b.Low, b.High)
 		}
 	}
+}
+
+// loadQuiet loads a page for the structural walks; a page that fails to
+// load reads as missing, which Check reports.
+func (t *Tree) loadQuiet(pid pagetable.PID) *node.Page {
+	p, _ := t.load(pid)
+	return p
 }

@@ -40,19 +40,29 @@ func buildInner(keys [][]byte, kids []uint64, low, high []byte, sibling uint64, 
 
 // post inserts a split's separator into the page one level up, splitting
 // that page in turn when it overflows. It holds one lock at a time.
-func (t *Tree) post(sp *split) {
+func (t *Tree) post(sp *split) error {
 	for sp != nil {
-		sp = t.postOnce(sp)
+		var err error
+		if sp, err = t.postOnce(sp); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
-func (t *Tree) postOnce(sp *split) *split {
+// postOnce is one atomic unit: it holds the cut gate once.
+func (t *Tree) postOnce(sp *split) (*split, error) {
+	tok := t.env.Gens.Enter()
+	defer t.env.Gens.Exit(tok)
 	for {
-		pid, _ := t.find(sp.sep, sp.level)
+		pid, _, err := t.find(sp.sep, sp.level)
+		if err != nil {
+			return nil, err
+		}
 		if pid == 0 {
 			// The tree has no page at this level: only possible if the
 			// split page was the root, which splits in place. Nothing to do.
-			return nil
+			return nil, nil
 		}
 		slot := t.pt.Slot(pid)
 		slot.Mu.Lock()
@@ -66,50 +76,53 @@ func (t *Tree) postOnce(sp *split) *split {
 		i, _ := b.Child(sp.sep)
 		if bytes.Equal(b.KeyAt(i), sp.sep) {
 			slot.Mu.Unlock() // already posted
-			return nil
+			return nil, nil
 		}
 		keys, kids := innerEntries(b, i+1, sp.sep, uint64(sp.right), -1)
 		if len(keys) <= t.cfg.SplitEntries {
-			slot.Store(&node.Page{Base: buildInner(keys, kids, b.Low, b.High, b.Sibling, b.Level)})
+			t.publish(slot, pid, p, &node.Page{Base: t.addr(buildInner(keys, kids, b.Low, b.High, b.Sibling, b.Level))}, 1)
 			slot.Mu.Unlock()
-			return nil
+			return nil, nil
 		}
 		k := len(keys) / 2
 		sep := keys[k]
 		if pid == RootPID {
 			t.rootSplits.Add(1)
 			lpid, rpid := t.pt.Alloc(), t.pt.Alloc()
-			t.pt.Slot(rpid).Store(&node.Page{Base: buildInner(keys[k:], kids[k:], sep, nil, 0, b.Level)})
-			t.pt.Slot(lpid).Store(&node.Page{Base: buildInner(keys[:k], kids[:k], nil, sep, uint64(rpid), b.Level)})
+			t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(buildInner(keys[k:], kids[k:], sep, nil, 0, b.Level))}, 1)
+			t.publish(t.pt.Slot(lpid), lpid, nil, &node.Page{Base: t.addr(buildInner(keys[:k], kids[:k], nil, sep, uint64(rpid), b.Level))}, 1)
 			var bd delta.Builder
 			bd.AddChild(nil, uint64(lpid))
 			bd.AddChild(sep, uint64(rpid))
-			slot.Store(&node.Page{Base: bd.Finish(nil, nil, 0, b.Level+1)})
+			t.publish(slot, pid, p, &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, b.Level+1))}, 1)
 			slot.Mu.Unlock()
-			return nil
+			return nil, nil
 		}
 		t.splits.Add(1)
 		rpid := t.pt.Alloc()
-		t.pt.Slot(rpid).Store(&node.Page{Base: buildInner(keys[k:], kids[k:], sep, b.High, b.Sibling, b.Level)})
-		slot.Store(&node.Page{Base: buildInner(keys[:k], kids[:k], b.Low, sep, uint64(rpid), b.Level)})
+		t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(buildInner(keys[k:], kids[k:], sep, b.High, b.Sibling, b.Level))}, 1)
+		t.publish(slot, pid, p, &node.Page{Base: t.addr(buildInner(keys[:k], kids[:k], b.Low, sep, uint64(rpid), b.Level))}, 1)
 		slot.Mu.Unlock()
-		return &split{level: b.Level + 1, sep: bytes.Clone(sep), right: rpid}
+		return &split{level: b.Level + 1, sep: bytes.Clone(sep), right: rpid}, nil
 	}
 }
 
 // tryMerge merges the underfull leaf covering key with an adjacent leaf of
-// the same parent, if the pair still qualifies once locked.
-func (t *Tree) tryMerge(key []byte) {
-	ppid, _ := t.find(key, 1)
-	if ppid == 0 {
-		return
+// the same parent, if the pair still qualifies once locked. The merge is
+// one atomic unit inside the cut gate.
+func (t *Tree) tryMerge(key []byte) error {
+	tok := t.env.Gens.Enter()
+	defer t.env.Gens.Exit(tok)
+	ppid, _, err := t.find(key, 1)
+	if err != nil || ppid == 0 {
+		return err
 	}
 	ps := t.pt.Slot(ppid)
 	ps.Mu.Lock()
 	defer ps.Mu.Unlock()
 	pp := ps.Load()
 	if pp == nil || !pp.Covers(key) || pp.Base.Level != 1 {
-		return
+		return nil
 	}
 	pb := pp.Base
 	i, _ := pb.Child(key)
@@ -118,11 +131,15 @@ func (t *Tree) tryMerge(key []byte) {
 		li, ri = 0, 1
 	}
 	if ri >= pb.Len() {
-		return
+		return nil
 	}
 	lpid, rpid := pagetable.PID(pb.ChildAt(li)), pagetable.PID(pb.ChildAt(ri))
 	sep := pb.KeyAt(ri)
+	// Children not loaded yet are not worth a disk read to merge.
 	ls, rs := t.pt.Slot(lpid), t.pt.Slot(rpid)
+	if ls.Load() == nil || rs.Load() == nil {
+		return nil
+	}
 	ls.Mu.Lock()
 	defer ls.Mu.Unlock()
 	rs.Mu.Lock()
@@ -132,24 +149,26 @@ func (t *Tree) tryMerge(key []byte) {
 		lp.Base.Level != 0 || rp.Base.Level != 0 ||
 		lp.Base.Sibling != uint64(rpid) ||
 		!bytes.Equal(lp.Base.High, sep) || !bytes.Equal(rp.Base.Low, sep) {
-		return
+		return nil
 	}
 	if lp.Base.Keys+rp.Base.Keys > t.cfg.SplitEntries {
-		return // cheap pre-check on the bases alone
+		return nil // cheap pre-check on the bases alone
 	}
 	low := t.env.LowUnretired()
 	c := lp.Collect(low)
 	c.Append(rp, low)
 	n := c.Keys()
 	if n > t.cfg.SplitEntries*3/4 {
-		return
+		return nil
 	}
-	merged := c.Build(0, n, lp.Base.Low, rp.Base.High, rp.Base.Sibling)
+	merged := t.addr(c.Build(0, n, lp.Base.Low, rp.Base.High, rp.Base.Sibling))
 	keys, kids := innerEntries(pb, -1, nil, 0, ri)
-	ls.Store(&node.Page{Base: merged})
-	rs.Store(&node.Page{Base: rp.Base, Removed: true})
-	ps.Store(&node.Page{Base: buildInner(keys, kids, pb.Low, pb.High, pb.Sibling, pb.Level)})
-	t.pt.Retire(rpid, t.env.Epoch())
+	t.publish(ls, lpid, lp, &node.Page{Base: merged}, 1)
+	t.publish(rs, rpid, rp, &node.Page{Base: rp.Base, Removed: true}, 0)
+	t.publish(ps, ppid, pp, &node.Page{Base: t.addr(buildInner(keys, kids, pb.Low, pb.High, pb.Sibling, pb.Level))}, 1)
+	// INV-P2: the PID is reusable once this generation is published.
+	t.pt.Retire(rpid, t.env.Gens.Hot().ID)
 	t.merges.Add(1)
 	t.consolidations.Add(1)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 )
@@ -25,14 +26,16 @@ type Config struct {
 type Env struct {
 	// LowUnretired returns the lowest unretired txid (retention rule).
 	LowUnretired func() uint64
-	// Epoch returns the current checkpoint epoch; PIDs removed in it are
-	// reusable once that epoch is published (INV-P2).
-	Epoch func() uint64
+	// Gens is the generational pool: the cut gate, addresses, dirty sets.
+	Gens *generation.Manager
+	// Load reads a page's state from its newest durable frame (nil: the
+	// tree has no pages on disk).
+	Load func(pid pagetable.PID, addr uint64) (*node.Page, error)
 }
 
 // Stats counts structure modifications.
 type Stats struct {
-	Consolidations, Splits, RootSplits, Merges, Restarts uint64
+	Consolidations, Splits, RootSplits, Merges, Restarts, Loads uint64
 }
 
 // Tree is a B-link Bw-tree. All methods are safe for concurrent use.
@@ -41,14 +44,20 @@ type Tree struct {
 	cfg Config
 	env Env
 
-	consolidations, splits, rootSplits, merges, restarts atomic.Uint64
+	consolidations, splits, rootSplits, merges, restarts, loads atomic.Uint64
 }
 
-// New returns a tree with an empty root leaf.
-func New(cfg Config, env Env) *Tree {
-	t := &Tree{pt: pagetable.New[node.Page](RootPID + 1), cfg: cfg, env: env}
-	var bd delta.Builder
-	t.pt.Slot(RootPID).Store(&node.Page{Base: bd.Finish(nil, nil, 0, 0)})
+// New returns a tree over pt. If pt has no root, an empty root leaf is
+// created (dirty in the hot generation).
+func New(cfg Config, env Env, pt *pagetable.Table[node.Page]) *Tree {
+	t := &Tree{pt: pt, cfg: cfg, env: env}
+	slot := pt.Slot(RootPID)
+	if slot.Load() == nil && slot.Disk.Load() == 0 {
+		var bd delta.Builder
+		tok := env.Gens.Enter()
+		t.publish(slot, RootPID, nil, &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, 0))}, 1)
+		env.Gens.Exit(tok)
+	}
 	return t
 }
 
@@ -63,15 +72,65 @@ func (t *Tree) Stats() Stats {
 		RootSplits:     t.rootSplits.Load(),
 		Merges:         t.merges.Load(),
 		Restarts:       t.restarts.Load(),
+		Loads:          t.loads.Load(),
 	}
 }
 
+// addr gives a new base its frame address.
+func (t *Tree) addr(b *delta.Base) *delta.Base {
+	b.Addr = t.env.Gens.NextAddr()
+	return b
+}
+
+// publish marks pid dirty and installs st. Inside the gate, under the
+// page's lock (or with the PID not yet reachable).
+func (t *Tree) publish(slot *pagetable.Slot[node.Page], pid pagetable.PID, old, st *node.Page, frames int) {
+	size := 0
+	if frames > 0 {
+		if st.Head != nil && (old == nil || st.Base == old.Base) {
+			size = st.Head.Size()
+		} else {
+			size = st.Base.Bytes()
+		}
+	}
+	t.env.Gens.Touch(slot, pid, old, frames, size)
+	slot.Store(st)
+}
+
+// load returns pid's state, reading it from disk on first touch. nil
+// means the PID is unmapped.
+func (t *Tree) load(pid pagetable.PID) (*node.Page, error) {
+	slot := t.pt.Lookup(pid)
+	if slot == nil {
+		return nil, nil
+	}
+	if p := slot.Load(); p != nil {
+		return p, nil
+	}
+	addr := slot.Disk.Load()
+	if addr == 0 || t.env.Load == nil {
+		return nil, nil
+	}
+	p, err := t.env.Load(pid, addr)
+	if err != nil {
+		return nil, err
+	}
+	t.loads.Add(1)
+	if !slot.CompareAndSwap(nil, p) {
+		p = slot.Load()
+	}
+	return p, nil
+}
+
 // find descends from the root to the page at level that covers key.
-func (t *Tree) find(key []byte, level uint8) (pagetable.PID, *node.Page) {
+func (t *Tree) find(key []byte, level uint8) (pagetable.PID, *node.Page, error) {
 restart:
 	pid := RootPID
 	for {
-		p := t.pt.Load(pid)
+		p, err := t.load(pid)
+		if err != nil {
+			return 0, nil, err
+		}
 		if p == nil || p.Removed || bytes.Compare(key, p.Base.Low) < 0 {
 			t.restarts.Add(1)
 			goto restart
@@ -83,9 +142,9 @@ restart:
 		}
 		if b.Level <= level {
 			if b.Level < level {
-				return 0, nil // the tree is not that tall
+				return 0, nil, nil // the tree is not that tall
 			}
-			return pid, p
+			return pid, p, nil
 		}
 		_, c := b.Child(key)
 		pid = pagetable.PID(c)
@@ -93,18 +152,21 @@ restart:
 }
 
 // Leaf returns the leaf state covering key (for reads and iteration).
-func (t *Tree) Leaf(key []byte) *node.Page {
-	_, p := t.find(key, 0)
-	return p
+func (t *Tree) Leaf(key []byte) (*node.Page, error) {
+	_, p, err := t.find(key, 0)
+	return p, err
 }
 
 // LeafBelow returns the leaf holding the keys just below key: a page with
 // Low < key <= High. A nil key means plus infinity (the last leaf).
-func (t *Tree) LeafBelow(key []byte) *node.Page {
+func (t *Tree) LeafBelow(key []byte) (*node.Page, error) {
 restart:
 	pid := RootPID
 	for {
-		p := t.pt.Load(pid)
+		p, err := t.load(pid)
+		if err != nil {
+			return nil, err
+		}
 		if p == nil || p.Removed {
 			t.restarts.Add(1)
 			goto restart
@@ -119,7 +181,7 @@ restart:
 			continue
 		}
 		if b.Level == 0 {
-			return p
+			return p, nil
 		}
 		if key == nil {
 			pid = pagetable.PID(b.ChildAt(b.Len() - 1))
@@ -132,8 +194,13 @@ restart:
 
 // Get returns the newest version of key visible under vis. The value
 // aliases immutable page memory.
-func (t *Tree) Get(key []byte, vis node.Visibility) ([]byte, bool) {
-	return t.Leaf(key).Get(key, vis)
+func (t *Tree) Get(key []byte, vis node.Visibility) ([]byte, bool, error) {
+	p, err := t.Leaf(key)
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := p.Get(key, vis)
+	return v, ok, nil
 }
 
 // WriteFunc decides, under the leaf's lock, what to install for a write:
@@ -142,10 +209,32 @@ type WriteFunc func(p *node.Page) (*delta.Delta, error)
 
 // Write locks the leaf covering key, calls fn with its current state and
 // installs the delta fn returns, consolidating, splitting or merging as
-// the page's size demands.
+// the page's size demands. The install and any split it causes are one
+// atomic unit inside the cut gate.
 func (t *Tree) Write(key []byte, fn WriteFunc) error {
+	sp, underfull, err := t.write(key, fn)
+	if err != nil {
+		return err
+	}
+	if sp != nil {
+		if err := t.post(sp); err != nil {
+			return err
+		}
+	}
+	if underfull {
+		return t.tryMerge(key)
+	}
+	return nil
+}
+
+func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
+	tok := t.env.Gens.Enter()
+	defer t.env.Gens.Exit(tok)
 	for {
-		pid, _ := t.find(key, 0)
+		pid, _, err := t.find(key, 0)
+		if err != nil {
+			return nil, false, err
+		}
 		slot := t.pt.Slot(pid)
 		slot.Mu.Lock()
 		p := slot.Load()
@@ -157,23 +246,20 @@ func (t *Tree) Write(key []byte, fn WriteFunc) error {
 		d, err := fn(p)
 		if err != nil || d == nil {
 			slot.Mu.Unlock()
-			return err
+			return nil, false, err
 		}
+		d.Addr = t.env.Gens.NextAddr()
 		np := p.Prepend(d)
 		var sp *split
 		underfull := false
+		frames := 1
 		if np.Len > t.cfg.ChainMax {
 			np, sp, underfull = t.consolidate(pid, np)
+			frames = 2 // the delta and the base that absorbed it
 		}
-		slot.Store(np)
+		t.publish(slot, pid, p, np, frames)
 		slot.Mu.Unlock()
-		if sp != nil {
-			t.post(sp)
-		}
-		if underfull {
-			t.tryMerge(key)
-		}
-		return nil
+		return sp, underfull, nil
 	}
 }
 
@@ -187,30 +273,30 @@ type split struct {
 // consolidate builds a new base for a locked leaf, splitting it if it
 // holds more than SplitEntries keys. It returns the state to publish for
 // pid, the separator to post (nil if none) and whether the page is
-// underfull.
+// underfull. New pages it creates are published here.
 func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
 	c := p.Collect(t.env.LowUnretired())
 	b := p.Base
 	n := c.Keys()
 	if n <= t.cfg.SplitEntries {
-		nb := c.Build(0, n, b.Low, b.High, b.Sibling)
+		nb := t.addr(c.Build(0, n, b.Low, b.High, b.Sibling))
 		return &node.Page{Base: nb}, nil, n < t.cfg.SplitEntries/4 && pid != RootPID
 	}
 	k, sep := c.SplitKey()
 	if pid == RootPID {
 		t.rootSplits.Add(1)
 		lpid, rpid := t.pt.Alloc(), t.pt.Alloc()
-		t.pt.Slot(rpid).Store(&node.Page{Base: c.Build(k, n, sep, nil, 0)})
-		t.pt.Slot(lpid).Store(&node.Page{Base: c.Build(0, k, nil, sep, uint64(rpid))})
+		t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, nil, 0))}, 1)
+		t.publish(t.pt.Slot(lpid), lpid, nil, &node.Page{Base: t.addr(c.Build(0, k, nil, sep, uint64(rpid)))}, 1)
 		var bd delta.Builder
 		bd.AddChild(nil, uint64(lpid))
 		bd.AddChild(sep, uint64(rpid))
-		return &node.Page{Base: bd.Finish(nil, nil, 0, 1)}, nil, false
+		return &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, 1))}, nil, false
 	}
 	t.splits.Add(1)
 	rpid := t.pt.Alloc()
-	t.pt.Slot(rpid).Store(&node.Page{Base: c.Build(k, n, sep, b.High, b.Sibling)})
-	left := &node.Page{Base: c.Build(0, k, b.Low, sep, uint64(rpid))}
+	t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, b.High, b.Sibling))}, 1)
+	left := &node.Page{Base: t.addr(c.Build(0, k, b.Low, sep, uint64(rpid)))}
 	return left, &split{level: 1, sep: bytes.Clone(sep), right: rpid}, false
 }

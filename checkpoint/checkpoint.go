@@ -1,0 +1,216 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/manifest"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/pool"
+	"github.com/bwkv/bwkv/vfs"
+	"github.com/bwkv/bwkv/wal"
+)
+
+// ErrLogSync wraps a failure of the log fsync in step 1: the caller must
+// degrade the database.
+var ErrLogSync = errors.New("checkpoint: log sync failed")
+
+// Env is what the checkpointer needs of the engine.
+type Env struct {
+	FS       vfs.FS
+	Dir      string
+	Table    *pagetable.Table[node.Page]
+	Gens     *generation.Manager
+	WAL      *wal.Writer
+	Manifest *manifest.Manifest
+	// OldestActive returns the first LSN of every transaction whose commit
+	// or end record may not be durable yet (false: none). It is called
+	// before the log sync.
+	OldestActive func() (uint64, bool)
+	// Oracle returns the timestamp oracle's current value.
+	Oracle func() uint64
+	// Format is recorded in the first checkpoint's manifest commit.
+	Format manifest.FormatOptions
+}
+
+// Result describes one published checkpoint.
+type Result struct {
+	Frames, Skipped int64
+	Bytes           int64
+	File            manifest.FileID // 0: no data file (nothing to write)
+	Frontier        uint64
+	AnalysisStart   uint64
+	Duration        time.Duration
+}
+
+// DataFileName returns the name of data file id inside the DB directory.
+func DataFileName(id manifest.FileID) string { return fmt.Sprintf("%06d.data", uint64(id)) }
+
+// ParseDataFileName returns the id of a data file name.
+func ParseDataFileName(name string) (manifest.FileID, bool) {
+	var id uint64
+	if n, err := fmt.Sscanf(name, "%06d.data", &id); n != 1 || err != nil || DataFileName(manifest.FileID(id)) != name {
+		return 0, false
+	}
+	return manifest.FileID(id), true
+}
+
+type pageFrames struct {
+	pid  pagetable.PID
+	head uint64
+}
+
+// Run writes and publishes the sealed generation g.
+func Run(e *Env, g *generation.Gen) (Result, error) {
+	start := time.Now()
+	res := Result{Frontier: g.Frontier}
+	published := e.Gens.Published()
+
+	// (1) Transactions whose outcome may not be durable, then the log.
+	analysisStart := g.Frontier
+	if first, ok := e.OldestActive(); ok && first < analysisStart {
+		analysisStart = first
+	}
+	res.AnalysisStart = analysisStart
+	failpoints.Hit(failpoints.CheckpointWALSync)
+	if err := e.WAL.Sync(e.WAL.Head()); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrLogSync, err)
+	}
+
+	// Gather the sealed states' unwritten frames.
+	var frames []*delta.Frame
+	var pages []pageFrames
+	var removed []uint64
+	for _, pid := range g.Dirty() {
+		st := e.Table.Load(pid)
+		if pin, ok := g.Pinned(pid); ok {
+			st = pin
+		}
+		if st == nil {
+			continue // never loaded, never changed: nothing to write
+		}
+		if st.Removed {
+			removed = append(removed, uint64(pid))
+			continue
+		}
+		head := st.Base.Addr
+		if st.Head != nil {
+			head = st.Head.Addr
+		}
+		n := len(frames)
+		for d := st.Head; d != nil && d.Addr > published; d = d.Next {
+			link := st.Base.Addr
+			if d.Next != nil {
+				link = d.Next.Addr
+			}
+			frames = append(frames, &delta.Frame{Addr: d.Addr, PID: uint64(pid), LSN: d.LSN, Link: link, Delta: d})
+		}
+		if st.Base.Addr > published {
+			frames = append(frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
+		}
+		if len(frames) > n || head > published {
+			pages = append(pages, pageFrames{pid, head})
+		}
+	}
+	slices.SortFunc(frames, func(a, b *delta.Frame) int {
+		switch {
+		case a.Addr < b.Addr:
+			return -1
+		case a.Addr > b.Addr:
+			return 1
+		}
+		return 0
+	})
+	res.Frames = int64(len(frames))
+	res.Skipped = max(0, g.Frames()-res.Frames)
+
+	st := e.Manifest.State() // a copy: O(pages), once per checkpoint
+	edit := &manifest.Edit{
+		Has:           manifest.HasNextPID | manifest.HasNextAddr | manifest.HasOracle | manifest.HasFrontier | manifest.HasAnalysisStart,
+		NextPID:       uint64(e.Table.Next()),
+		NextAddr:      g.SnapAddr + 1,
+		Oracle:        e.Oracle(),
+		Frontier:      g.Frontier,
+		AnalysisStart: analysisStart,
+	}
+	if st.FormatVersion == 0 {
+		edit.Has |= manifest.HasFormatVersion | manifest.HasOptions
+		edit.FormatVersion = manifest.FormatVersion
+		edit.Options = e.Format
+	}
+	if len(frames) > 0 {
+		// (2) Record the file id, then create the file.
+		id := st.NextFileID
+		failpoints.Hit(failpoints.CheckpointFileID)
+		if err := e.Manifest.Commit(&manifest.Edit{Has: manifest.HasNextFileID, NextFileID: id + 1}); err != nil {
+			return res, fmt.Errorf("checkpoint: reserve file id: %w", err)
+		}
+		size, err := writeFile(e, id, frames)
+		if err != nil {
+			return res, err
+		}
+		res.File, res.Bytes = id, size
+		edit.AddFiles = []manifest.FileMeta{{ID: id, Total: size, Live: size}}
+		edit.AddRanges = []manifest.Range{{Lo: published + 1, Hi: g.SnapAddr + 1, File: id}}
+	}
+	for _, p := range pages {
+		edit.SetPages = append(edit.SetPages, manifest.PageEntry{PID: uint64(p.pid), Addr: p.head})
+	}
+	for _, pid := range removed {
+		if _, ok := st.Pages[pid]; ok {
+			edit.RemovePages = append(edit.RemovePages, pid)
+		}
+	}
+	// (4) One manifest commit publishes the checkpoint.
+	failpoints.Hit(failpoints.CheckpointManifestWrite)
+	if err := e.Manifest.Commit(edit); err != nil {
+		return res, fmt.Errorf("checkpoint: manifest commit: %w", err)
+	}
+	// (5) The frames are durable.
+	failpoints.Hit(failpoints.CheckpointMarkDurable)
+	e.Gens.Publish(g)
+	// (6) Recycle the log below analysisStart.
+	failpoints.Hit(failpoints.CheckpointRecycle)
+	if err := e.WAL.Recycle(wal.LSN(analysisStart)); err != nil {
+		return res, fmt.Errorf("checkpoint: recycle log: %w", err)
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// writeFile is step (3): frames, footer, fsync of the file and directory.
+func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (int64, error) {
+	name := filepath.Join(e.Dir, DataFileName(id))
+	f, err := e.FS.Create(name)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: create %s: %w", name, err)
+	}
+	defer f.Close()
+	w := pool.NewFileWriter(f)
+	failpoints.Hit(failpoints.CheckpointDataWrite)
+	for _, fr := range frames {
+		if err := w.Add(fr); err != nil {
+			return 0, fmt.Errorf("checkpoint: write %s: %w", name, err)
+		}
+	}
+	info, err := w.Finish()
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: write %s: %w", name, err)
+	}
+	failpoints.Hit(failpoints.CheckpointDataSync)
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("checkpoint: sync %s: %w", name, err)
+	}
+	failpoints.Hit(failpoints.CheckpointDirSync)
+	if err := e.FS.SyncDir(e.Dir); err != nil {
+		return 0, fmt.Errorf("checkpoint: sync dir %s: %w", e.Dir, err)
+	}
+	return info.Size, nil
+}

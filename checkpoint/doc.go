@@ -1,0 +1,58 @@
+// Package checkpoint is bwkv's checkpointer: it writes the sealed
+// generation's reachable frames to a data file and publishes them in the
+// manifest (DESIGN §5).
+//
+// Internal to bwkv; no API stability promise.
+//
+// # What is written
+//
+// For each PID in the sealed generation's exact dirty set, the page's
+// sealed state (see below) is walked newest to oldest; the frames above the
+// last published address are emitted with their link to the next-older
+// frame (which may be durable in an older file). Frames superseded before
+// the cut are no longer reachable from any sealed state and are never
+// written (Stats counts them as skipped). A page removed by a merge is
+// removed from the page table. All frames go into one data file in
+// ascending address order.
+//
+// # INV-C2 and its proof
+//
+// Choice: keep the sealed states discoverable until publish (generation
+// package: the first post-cut touch of a page dirtied in the sealed
+// generation pins its pre-change state before publishing the change).
+//
+// Claim: for every PID p in the sealed dirty set, the state S the
+// checkpointer uses is p's state at the cut. Proof: the checkpointer loads
+// p's current state C, then looks up the pin. (a) If p was not changed
+// after the cut when C was loaded, C is the state at the cut; a pin, if it
+// appeared since, was stored from that same state (the pin is the state
+// the first post-cut change replaced). (b) If p was changed after the cut
+// before the load, the first such change stored the pin before it
+// published anything (same goroutine, sequentially consistent atomics), so
+// the lookup after the load finds it. Every post-cut action holds the gate,
+// and Cut ran under the gate's write side, so no action straddles the cut
+// and the state at the cut contains exactly the frames with addresses <=
+// SnapAddr that the page reached then. Consolidations, splits and merges
+// after the cut only replace states; the states they replaced stay in the
+// pin map until Publish drops the generation, so they cannot hide a sealed
+// frame. New pages created after the cut are not in the sealed set; a split
+// whose separator reaches the parent only after the cut leaves a half split
+// on disk, which traversal follows through the sibling link and Check
+// accepts.
+//
+// # Publish order (data first, metadata last)
+//
+//  1. note the first LSN of every transaction whose commit or end record may
+//     not be durable yet, then fsync the log through its head (a failure here
+//     degrades the DB: a failed fsync is never retried and trusted);
+//  2. commit the new data file's id to the manifest (NextFileID), create it;
+//  3. write the frames and the footer, fsync the file and the directory;
+//  4. one manifest commit: page entries and removals, the address range ->
+//     file, file stats, frontier, analysisStart, counters;
+//  5. mark the frames durable (generation.Publish);
+//  6. recycle log segments wholly below analysisStart.
+//
+// A failure in 2–4 abandons the attempt: the sealed generation stays
+// sealed and the next attempt rewrites it into a new file (the abandoned
+// file's id is at or above nothing the manifest names, so Open deletes it).
+package checkpoint

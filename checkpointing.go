@@ -1,0 +1,329 @@
+package bwkv
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwkv/bwkv/checkpoint"
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/manifest"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/pool"
+)
+
+// ckptState is the checkpointer's mailbox and counters.
+type ckptState struct {
+	req  chan chan error // DB.Checkpoint: cut now, reply after the publish
+	kick chan struct{}   // dirty bytes passed CheckpointBytes
+
+	count, bytes, framesWritten, framesSkipped, stalls atomic.Uint64
+	nanos, frontier                                    atomic.Uint64
+
+	pubMu sync.Mutex
+	// published is closed and replaced at each publish (backpressure
+	// waiters block on it). Guarded by pubMu.
+	published chan struct{}
+}
+
+func newCkptState() ckptState {
+	return ckptState{req: make(chan chan error), kick: make(chan struct{}, 1), published: make(chan struct{})}
+}
+
+func (c *ckptState) publishedCh() chan struct{} {
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
+	return c.published
+}
+
+func (c *ckptState) renew() {
+	c.pubMu.Lock()
+	close(c.published)
+	c.published = make(chan struct{})
+	c.pubMu.Unlock()
+}
+
+func (db *DB) kickCheckpoint() {
+	select {
+	case db.ckpt.kick <- struct{}{}:
+	default:
+	}
+}
+
+// afterWrite runs after each frame-producing write: it asks for a cut when
+// the hot generation passed CheckpointBytes. O(1).
+func (db *DB) afterWrite() {
+	if db.gens.Hot().Bytes() >= db.opts.CheckpointBytes && db.gens.Sealed() == nil {
+		db.kickCheckpoint()
+	}
+}
+
+// backpressure makes a writer wait, before it takes any lock, while the
+// hot generation holds 2x CheckpointBytes because the checkpointer lags.
+func (db *DB) backpressure() {
+	for i := 0; db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && db.gens.Sealed() != nil; i++ {
+		if i == 0 {
+			db.ckpt.stalls.Add(1)
+		}
+		ch := db.ckpt.publishedCh()
+		select {
+		case <-ch:
+		case <-db.stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// checkpointLoop is the one background checkpointer.
+func (db *DB) checkpointLoop() {
+	defer db.bg.Done()
+	var waiters []chan error
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	for {
+		select {
+		case <-db.stop:
+			for _, w := range waiters {
+				w <- ErrClosed
+			}
+			return
+		case w := <-db.ckpt.req:
+			waiters = append(waiters, w)
+		case <-db.ckpt.kick:
+		case <-retry.C:
+		}
+		err := db.checkpointOnce(len(waiters) > 0)
+		if err != nil && db.degraded.Load() == nil {
+			db.stats.bgErrors.Add(1)
+			db.log.Warn("bwkv: checkpoint failed; will retry", "err", err)
+			retry.Reset(time.Second)
+		}
+		for _, w := range waiters {
+			w <- err
+		}
+		waiters = waiters[:0]
+	}
+}
+
+// checkpointOnce publishes a pending sealed generation (a failed earlier
+// attempt) and then, if asked or due, cuts and publishes the hot one.
+func (db *DB) checkpointOnce(force bool) error {
+	if g := db.gens.Sealed(); g != nil {
+		if err := db.publish(g); err != nil {
+			return err
+		}
+	}
+	if !force && db.gens.Hot().Bytes() < db.opts.CheckpointBytes {
+		return nil
+	}
+	g := db.gens.Cut(func() uint64 { return uint64(db.wal.Head()) })
+	if g == nil {
+		return errors.New("bwkv: checkpoint: a sealed generation is pending")
+	}
+	return db.publish(g)
+}
+
+func (db *DB) publish(g *generation.Gen) error {
+	env := &checkpoint.Env{
+		FS:           db.fs,
+		Dir:          db.dir,
+		Table:        db.pt,
+		Gens:         db.gens,
+		WAL:          db.wal,
+		Manifest:     db.man,
+		OldestActive: db.oldestActive,
+		Oracle:       db.mv.Now,
+		Format:       db.format,
+	}
+	res, err := checkpoint.Run(env, g)
+	if err != nil {
+		if errors.Is(err, checkpoint.ErrLogSync) {
+			return db.degrade(err)
+		}
+		return err
+	}
+	// INV-P2: PIDs removed in this generation are reusable now.
+	db.pt.Reclaim(g.ID)
+	c := &db.ckpt
+	c.count.Add(1)
+	c.bytes.Add(uint64(res.Bytes))
+	c.framesWritten.Add(uint64(res.Frames))
+	c.framesSkipped.Add(uint64(res.Skipped))
+	c.nanos.Add(uint64(res.Duration))
+	c.frontier.Store(res.Frontier)
+	c.renew()
+	return nil
+}
+
+// oldestActive returns the first LSN of every open transaction that logged
+// a record, and aborts (ErrTxnTooOld) those more than MaxTxnLag log bytes
+// behind the head. O(open transactions), once per checkpoint.
+func (db *DB) oldestActive() (uint64, bool) {
+	db.txMu.Lock()
+	open := make([]*Txn, 0, len(db.txns))
+	for tx := range db.txns {
+		open = append(open, tx)
+	}
+	db.txMu.Unlock()
+	head := uint64(db.wal.Head())
+	var oldest uint64
+	found := false
+	for _, tx := range open {
+		tx.mu.Lock()
+		began, first, done := tx.began, uint64(tx.first), tx.done
+		tx.mu.Unlock()
+		if !began {
+			continue
+		}
+		if !done && head-first > uint64(db.opts.MaxTxnLag) {
+			db.abortTooOld(tx)
+		}
+		// Still counted: its end record is not durable yet.
+		if !found || first < oldest {
+			oldest, found = first, true
+		}
+	}
+	return oldest, found
+}
+
+// abortTooOld rolls back a transaction that pins the log too far back;
+// its next call returns ErrTxnTooOld.
+func (db *DB) abortTooOld(tx *Txn) {
+	tx.mu.Lock()
+	if tx.done {
+		tx.mu.Unlock()
+		return
+	}
+	tx.tooOld = true
+	tx.mu.Unlock()
+	db.stats.tooOld.Add(1)
+	_ = tx.rollback(true)
+}
+
+// loadPage reads a page's frames from its newest durable frame back to its
+// base and rebuilds the state.
+func (db *DB) loadPage(pid pagetable.PID, addr uint64) (*node.Page, error) {
+	var deltas []*delta.Delta
+	for a := addr; ; {
+		f, err := db.dataFileFor(a)
+		if err != nil {
+			return nil, err
+		}
+		fr, err := f.ReadFrame(a)
+		if err != nil {
+			return nil, db.readErr(err)
+		}
+		if fr.PID != uint64(pid) {
+			return nil, &CorruptionError{File: f.Name(), Offset: int64(a), Reason: fmt.Sprintf("frame %d belongs to page %d, not %d", a, fr.PID, pid)}
+		}
+		if fr.Base != nil {
+			p := &node.Page{Base: fr.Base}
+			for i := len(deltas) - 1; i >= 0; i-- {
+				p = p.Prepend(deltas[i])
+			}
+			return p, nil
+		}
+		deltas = append(deltas, fr.Delta)
+		if fr.Link == 0 || fr.Link >= a {
+			return nil, &CorruptionError{File: f.Name(), Offset: int64(a), Reason: fmt.Sprintf("delta frame %d links to %d", a, fr.Link)}
+		}
+		a = fr.Link
+	}
+}
+
+// dataFileFor returns the open data file holding address a.
+func (db *DB) dataFileFor(a uint64) (*pool.File, error) {
+	id, ok := db.man.FileOf(a)
+	if !ok {
+		return nil, &CorruptionError{File: db.dir, Offset: int64(a), Reason: fmt.Sprintf("no data file holds address %d", a)}
+	}
+	db.filesMu.Lock()
+	defer db.filesMu.Unlock()
+	if f := db.files[id]; f != nil {
+		return f, nil
+	}
+	name := filepath.Join(db.dir, checkpoint.DataFileName(id))
+	vf, err := db.fs.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("bwkv: open data file %s: %w", name, err)
+	}
+	f, err := pool.OpenFile(vf, name)
+	if err != nil {
+		vf.Close()
+		return nil, db.readErr(err)
+	}
+	db.files[id] = f
+	return f, nil
+}
+
+func (db *DB) closeFiles() {
+	db.filesMu.Lock()
+	defer db.filesMu.Unlock()
+	for id, f := range db.files {
+		f.Close()
+		delete(db.files, id)
+	}
+}
+
+// removeOrphans deletes data files the manifest does not name: those at or
+// above its next file id (a checkpoint that crashed before its manifest
+// commit) and those it recorded as pending deletes.
+func (db *DB) removeOrphans(st *manifest.State) error {
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return fmt.Errorf("bwkv: open %s: %w", db.dir, err)
+	}
+	removed := false
+	for _, n := range names {
+		id, ok := checkpoint.ParseDataFileName(n)
+		if !ok {
+			continue
+		}
+		_, pending := st.PendingDeletes[id]
+		if id >= st.NextFileID || pending {
+			if err := db.fs.Remove(filepath.Join(db.dir, n)); err != nil {
+				return fmt.Errorf("bwkv: open %s: remove orphan %s: %w", db.dir, n, err)
+			}
+			removed = true
+		}
+	}
+	if removed {
+		return db.fs.SyncDir(db.dir)
+	}
+	return nil
+}
+
+// readErr maps a page-read error to the public ones.
+func (db *DB) readErr(err error) error {
+	if ce := asCorruption(err); ce != nil {
+		return ce
+	}
+	return err
+}
+
+// asCorruption converts any layer's corruption error to *CorruptionError.
+func asCorruption(err error) *CorruptionError {
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	var pc *pool.CorruptionError
+	if errors.As(err, &pc) {
+		return &CorruptionError{File: pc.File, Offset: pc.Offset, Reason: pc.Reason}
+	}
+	var dc *delta.CorruptionError
+	if errors.As(err, &dc) {
+		return &CorruptionError{File: "frame", Offset: dc.Offset, Reason: dc.Reason}
+	}
+	var mc *manifest.CorruptionError
+	if errors.As(err, &mc) {
+		return &CorruptionError{File: mc.File, Offset: mc.Offset, Reason: mc.Reason}
+	}
+	return nil
+}
