@@ -24,21 +24,28 @@ type Progress struct {
 	wg   sync.WaitGroup
 }
 
-// NewProgress starts a bar of total units (bytes when bytes is true).
+// NewProgress starts a bar of total units with a rate display.
 func NewProgress(enabled bool, total int64, desc string) *Progress {
+	return newProgress(enabled, total, desc, true)
+}
+
+func newProgress(enabled bool, total int64, desc string, rate bool) *Progress {
 	p := &Progress{stop: make(chan struct{})}
 	if !enabled {
 		return p
 	}
-	p.bar = progressbar.NewOptions64(total,
+	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(os.Stderr),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond),
-	)
+		progressbar.OptionThrottle(100 * time.Millisecond),
+	}
+	if rate {
+		opts = append(opts, progressbar.OptionShowIts())
+	}
+	p.bar = progressbar.NewOptions64(total, opts...)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -80,7 +87,7 @@ func TimedProgress(enabled bool, d time.Duration, desc string) *Progress {
 	if secs < 1 {
 		secs = 1
 	}
-	p := NewProgress(enabled, secs, desc)
+	p := newProgress(enabled, secs, desc+" (s)", false)
 	if p.bar == nil {
 		return p
 	}
