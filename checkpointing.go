@@ -10,6 +10,7 @@ import (
 
 	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/failpoints"
 	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
@@ -23,7 +24,7 @@ type ckptState struct {
 	kick chan struct{}   // dirty bytes passed CheckpointBytes
 
 	count, bytes, framesWritten, framesSkipped, stalls atomic.Uint64
-	nanos, frontier                                    atomic.Uint64
+	nanos, frontier, installed                         atomic.Uint64
 
 	pubMu sync.Mutex
 	// published is closed and replaced at each publish (backpressure
@@ -122,12 +123,19 @@ func (db *DB) checkpointOnce(force bool) error {
 	if !force && db.gens.Hot().Bytes() < db.opts.CheckpointBytes {
 		return nil
 	}
+	failpoints.Hit(failpoints.CheckpointCut)
 	g := db.gens.Cut(func() uint64 { return uint64(db.wal.Head()) })
 	if g == nil {
 		return errors.New("bwkv: checkpoint: a sealed generation is pending")
 	}
+	if testCutHook != nil {
+		testCutHook()
+	}
 	return db.publish(g)
 }
+
+// testCutHook, when set (by tests), runs between a cut and its publish.
+var testCutHook func()
 
 func (db *DB) publish(g *generation.Gen) error {
 	env := &checkpoint.Env{
@@ -155,6 +163,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	c.bytes.Add(uint64(res.Bytes))
 	c.framesWritten.Add(uint64(res.Frames))
 	c.framesSkipped.Add(uint64(res.Skipped))
+	c.installed.Add(uint64(g.Bytes()))
 	c.nanos.Add(uint64(res.Duration))
 	c.frontier.Store(res.Frontier)
 	c.renew()

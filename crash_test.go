@@ -74,6 +74,10 @@ func TestCrashChild(t *testing.T) {
 		crashWorkload(dir, mode, out)
 	case "undo-prepare":
 		undoPrepare(dir, out)
+	case "steal":
+		stealPrepare(dir, out)
+	case "rollback-cut":
+		rollbackCut(dir, out)
 	case "undo-crash":
 		k, _ := strconv.Atoi(os.Getenv("BWKV_CRASH_UNDO_AT"))
 		n := 0

@@ -30,11 +30,13 @@ type WALStats struct {
 	RecordsPerSync        float64
 }
 
-// CheckpointStats describes checkpoints.
+// CheckpointStats describes checkpoints. Bytes is what data files
+// received; InstalledBytes the frame bytes the checkpointed generations
+// installed in memory (their ratio shows superseded frames never written).
 type CheckpointStats struct {
-	Count, Bytes, FramesWritten, FramesSkipped uint64
-	Duration                                   time.Duration // total
-	Frontier                                   uint64
+	Count, Bytes, FramesWritten, FramesSkipped, InstalledBytes uint64
+	Duration                                                   time.Duration // total
+	Frontier                                                   uint64
 }
 
 // RecoveryStats describes the last Open's recovery.
@@ -86,12 +88,13 @@ func (db *DB) Stats() Stats {
 	s.Recovery = db.recovery
 	c := &db.ckpt
 	s.Checkpoint = CheckpointStats{
-		Count:         c.count.Load(),
-		Bytes:         c.bytes.Load(),
-		FramesWritten: c.framesWritten.Load(),
-		FramesSkipped: c.framesSkipped.Load(),
-		Duration:      time.Duration(c.nanos.Load()),
-		Frontier:      c.frontier.Load(),
+		Count:          c.count.Load(),
+		Bytes:          c.bytes.Load(),
+		FramesWritten:  c.framesWritten.Load(),
+		FramesSkipped:  c.framesSkipped.Load(),
+		InstalledBytes: c.installed.Load(),
+		Duration:       time.Duration(c.nanos.Load()),
+		Frontier:       c.frontier.Load(),
 	}
 	s.BackpressureStalls = c.stalls.Load()
 	s.BackgroundErrors = db.stats.bgErrors.Load()
@@ -133,6 +136,7 @@ func (s Stats) String() string {
 	row("checkpoint", "bytes", s.Checkpoint.Bytes)
 	row("checkpoint", "frames written", s.Checkpoint.FramesWritten)
 	row("checkpoint", "frames skipped", s.Checkpoint.FramesSkipped)
+	row("checkpoint", "installed bytes", s.Checkpoint.InstalledBytes)
 	row("checkpoint", "duration", s.Checkpoint.Duration)
 	row("checkpoint", "frontier", s.Checkpoint.Frontier)
 	row("recovery", "records replayed", s.Recovery.RecordsReplayed)

@@ -296,6 +296,9 @@ func (tx *Txn) rollback(count bool) error {
 			return d, nil
 		})
 		failpoints.Hit(failpoints.TxnUndoCLR)
+		if testRollbackHook != nil {
+			testRollbackHook(len(writes) - i)
+		}
 	}
 	var endEnd uint64
 	if tx.began && db.degraded.Load() == nil {
@@ -313,6 +316,10 @@ func (tx *Txn) rollback(count bool) error {
 	db.afterFinish()
 	return nil
 }
+
+// testRollbackHook, when set (by tests), runs after each compensation of a
+// rollback with the number installed so far.
+var testRollbackHook func(n int)
 
 func (db *DB) forget(tx *Txn) {
 	db.txMu.Lock()
