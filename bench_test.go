@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 	"github.com/tidwall/btree"
@@ -257,4 +259,41 @@ func BenchmarkRelaxedAppend(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(db.Stats().WAL.Bytes)/b.Elapsed().Seconds()/1e6, "log-MB/s")
+}
+
+// BenchmarkPutLatencyCheckpointing reports write p50/p99 with checkpoints
+// running (a cut every 1 MiB of dirty frames) and without (a threshold
+// never reached): checkpoints must not stall writers.
+func BenchmarkPutLatencyCheckpointing(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		bytes int64
+	}{{"checkpoints=off", 1 << 40}, {"checkpoints=on", 1 << 20}} {
+		b.Run(c.name, func(b *testing.B) {
+			db, err := bwkv.Open(b.TempDir(), &bwkv.Options{Durability: bwkv.DurabilityRelaxed, CheckpointBytes: c.bytes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			val := make([]byte, 100)
+			kb := make([]byte, 0, 16)
+			lat := make([]time.Duration, 0, b.N)
+			rng := rand.New(rand.NewPCG(7, 8))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(100_000))
+				t0 := time.Now()
+				if err := db.Put(kb, val); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+			b.ReportMetric(float64(db.Stats().Checkpoint.Count), "checkpoints")
+		})
+	}
 }

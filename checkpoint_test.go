@@ -2,6 +2,7 @@ package bwkv_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -378,5 +379,35 @@ func TestReopenCostIndependentOfHistory(t *testing.T) {
 	// replay is bounded by the checkpoint interval, not by history.
 	if r1 >= n || r2 >= n {
 		t.Fatalf("recovery replayed %d records after %d writes and %d after %d", r1, n, r2, 11*n)
+	}
+}
+
+// TestMaxTxnLag: a transaction that pins the log more than MaxTxnLag bytes
+// behind the head is aborted by the engine; its next call says so, and its
+// write is rolled back.
+func TestMaxTxnLag(t *testing.T) {
+	db := openTest(t, &bwkv.Options{MaxTxnLag: 64 << 10})
+	mustPut(t, db, "pinned", "old")
+	tx := mustBegin(t, db)
+	mustPut(t, tx, "pinned", "new")
+	for i := 0; i < 2000; i++ {
+		mustPut(t, db, fmt.Sprintf("k%04d", i), string(make([]byte, 100)))
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Put([]byte("x"), []byte("y")); !errors.Is(err, bwkv.ErrTxnTooOld) {
+		t.Fatalf("put on a lagging txn: %v, want ErrTxnTooOld", err)
+	}
+	if err := tx.Commit(); !errors.Is(err, bwkv.ErrTxnTooOld) {
+		t.Fatalf("commit of a lagging txn: %v, want ErrTxnTooOld", err)
+	}
+	wantValue(t, db.Get, "pinned", "old")
+	if st := db.Stats().Txn; st.TooOld != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
+	// With the txn gone the log can be recycled.
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -336,3 +336,32 @@ func asCorruption(err error) *CorruptionError {
 	}
 	return nil
 }
+
+// checkFiles verifies that the manifest names only data files that exist
+// and that no other data file remains (TESTING.md I5).
+func (db *DB) checkFiles() error {
+	if db.man == nil {
+		return nil
+	}
+	st := db.man.State()
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return fmt.Errorf("bwkv: check: %w", err)
+	}
+	onDisk := map[manifest.FileID]bool{}
+	var errs []error
+	for _, n := range names {
+		if id, ok := checkpoint.ParseDataFileName(n); ok {
+			onDisk[id] = true
+			if _, named := st.Files[id]; !named {
+				errs = append(errs, fmt.Errorf("bwkv: check: orphan data file %s", n))
+			}
+		}
+	}
+	for id := range st.Files {
+		if !onDisk[id] {
+			errs = append(errs, fmt.Errorf("bwkv: check: manifest names missing data file %s", checkpoint.DataFileName(id)))
+		}
+	}
+	return errors.Join(errs...)
+}

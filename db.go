@@ -500,7 +500,7 @@ func (db *DB) Check(ctx context.Context) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if err = db.tree.Check(); err == nil {
+		if err = errors.Join(db.tree.Check(), db.checkFiles()); err == nil {
 			return nil
 		}
 		time.Sleep(time.Millisecond)
