@@ -25,6 +25,8 @@ type ckptState struct {
 
 	count, bytes, framesWritten, framesSkipped, stalls atomic.Uint64
 	nanos, frontier, installed                         atomic.Uint64
+	// writing is the id of the data file a checkpoint is writing (0: none).
+	writing atomic.Uint64
 
 	pubMu sync.Mutex
 	// published is closed and replaced at each publish (backpressure
@@ -148,6 +150,7 @@ func (db *DB) publish(g *generation.Gen) error {
 		OldestActive: db.oldestActive,
 		Oracle:       db.mv.Now,
 		Format:       db.format,
+		Writing:      &db.ckpt.writing,
 	}
 	res, err := checkpoint.Run(env, g)
 	if err != nil {
@@ -280,9 +283,10 @@ func (db *DB) closeFiles() {
 	}
 }
 
-// removeOrphans deletes data files the manifest does not name: those at or
-// above its next file id (a checkpoint that crashed before its manifest
-// commit) and those it recorded as pending deletes.
+// removeOrphans deletes every data file the manifest's file set does not
+// name: those at or above its next file id, those whose id a checkpoint
+// reserved (step 2) but never published (a crash before step 4), and those
+// recorded as pending deletes.
 func (db *DB) removeOrphans(st *manifest.State) error {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
@@ -295,7 +299,8 @@ func (db *DB) removeOrphans(st *manifest.State) error {
 			continue
 		}
 		_, pending := st.PendingDeletes[id]
-		if id >= st.NextFileID || pending {
+		_, named := st.Files[id]
+		if !named || pending {
 			if err := db.fs.Remove(filepath.Join(db.dir, n)); err != nil {
 				return fmt.Errorf("bwkv: open %s: remove orphan %s: %w", db.dir, n, err)
 			}
@@ -350,10 +355,11 @@ func (db *DB) checkFiles() error {
 	}
 	onDisk := map[manifest.FileID]bool{}
 	var errs []error
+	writing := manifest.FileID(db.ckpt.writing.Load())
 	for _, n := range names {
 		if id, ok := checkpoint.ParseDataFileName(n); ok {
 			onDisk[id] = true
-			if _, named := st.Files[id]; !named {
+			if _, named := st.Files[id]; !named && id != writing {
 				errs = append(errs, fmt.Errorf("bwkv: check: orphan data file %s", n))
 			}
 		}

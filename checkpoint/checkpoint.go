@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwkv/bwkv/delta"
@@ -38,6 +39,9 @@ type Env struct {
 	Oracle func() uint64
 	// Format is recorded in the first checkpoint's manifest commit.
 	Format manifest.FormatOptions
+	// Writing, if set, holds the id of the data file being written while
+	// it is not yet published (Check does not call it an orphan).
+	Writing *atomic.Uint64
 }
 
 // Result describes one published checkpoint.
@@ -152,8 +156,15 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		if err := e.Manifest.Commit(&manifest.Edit{Has: manifest.HasNextFileID, NextFileID: id + 1}); err != nil {
 			return res, fmt.Errorf("checkpoint: reserve file id: %w", err)
 		}
+		if e.Writing != nil {
+			e.Writing.Store(uint64(id))
+			defer e.Writing.Store(0)
+		}
 		size, err := writeFile(e, id, frames)
 		if err != nil {
+			// Abandoned: remove the partial file (best effort; Open
+			// removes any data file the manifest does not name).
+			_ = e.FS.Remove(filepath.Join(e.Dir, DataFileName(id)))
 			return res, err
 		}
 		res.File, res.Bytes = id, size
@@ -171,6 +182,8 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	// (4) One manifest commit publishes the checkpoint.
 	failpoints.Hit(failpoints.CheckpointManifestWrite)
 	if err := e.Manifest.Commit(edit); err != nil {
+		// The file stays: a commit whose fsync failed may still be
+		// durable, and then the manifest names it. Open sorts it out.
 		return res, fmt.Errorf("checkpoint: manifest commit: %w", err)
 	}
 	// (5) The frames are durable.

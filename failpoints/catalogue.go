@@ -26,15 +26,16 @@ const (
 	ManifestAppend = "manifest_append"
 	ManifestRotate = "manifest_rotate"
 
-	GCRewriteAfterStageMarker = "gc_rewrite_after_stage_marker"
-	GCRewriteAfterDataDirSync = "gc_rewrite_after_data_dir_sync"
-	GCRewriteBeforeMetaCommit = "gc_rewrite_before_meta_commit"
-	GCRewriteAfterMetaCommit  = "gc_rewrite_after_meta_commit"
-	GCDeleteObsolete          = "gc_delete_obsolete"
-	RecoveryRedo              = "recovery_redo"
-	RecoveryUndo              = "recovery_undo"
-	RecoveryEnd               = "recovery_end"
+	RecoveryRedo = "recovery_redo"
+	RecoveryUndo = "recovery_undo"
+	RecoveryEnd  = "recovery_end"
 )
+
+// The data-file GC's points (DESIGN §8: gc_rewrite_after_stage_marker,
+// gc_rewrite_after_data_dir_sync, gc_rewrite_before_meta_commit,
+// gc_rewrite_after_meta_commit, gc_delete_obsolete) join the catalogue
+// with the GC itself: a name no code calls would be a matrix row that can
+// never fire.
 
 // All lists every failpoint name, for the crash matrix.
 var All = []string{
@@ -44,7 +45,5 @@ var All = []string{
 	CheckpointDataSync, CheckpointDirSync, CheckpointManifestWrite,
 	CheckpointMarkDurable, CheckpointRecycle,
 	ManifestAppend, ManifestRotate,
-	GCRewriteAfterStageMarker, GCRewriteAfterDataDirSync,
-	GCRewriteBeforeMetaCommit, GCRewriteAfterMetaCommit, GCDeleteObsolete,
 	RecoveryRedo, RecoveryUndo, RecoveryEnd,
 }
