@@ -26,8 +26,20 @@
 // A DB and a Snapshot are safe for concurrent use. A Txn and an Iter are for
 // one goroutine at a time.
 //
+// # Durability
+//
+// Every write is logged with the full old value; Commit returns after its
+// record is durable (DurabilitySync, group commit) or appended
+// (DurabilityRelaxed). Dirty pages are checkpointed to data files by a
+// background checkpointer when CheckpointBytes of frames accumulate; Open
+// loads pages lazily and replays the log from the last checkpoint.
+//
 // # Caveats
 //
+//   - CacheBytes is not enforced yet: pages loaded or written stay in
+//     memory until Close.
+//   - Data files are not garbage-collected yet: superseded frames in old
+//     files stay on disk.
 //   - Snapshots are pooled so that NewSnapshot and Close allocate nothing:
 //     never use a Snapshot after closing it, and close it exactly once.
 //   - Write skew is possible: snapshot isolation does not serialize two
