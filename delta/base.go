@@ -28,6 +28,26 @@ type Base struct {
 	// Addr is the base's logical address as a frame (set before it is
 	// published; 0 for pages built outside the generational pool).
 	Addr uint64
+	// MaxTxID is the highest txid of any entry; Simple reports one version
+	// per key and no CLR. Together they let a scan skip per-entry
+	// visibility checks when every txid is retired.
+	MaxTxID uint64
+	Simple  bool
+}
+
+// summarize computes MaxTxID and Simple (at build and decode time).
+func (b *Base) summarize() {
+	b.Simple = b.Keys == len(b.offs)
+	b.MaxTxID = 0
+	for i := range b.offs {
+		h := b.slab[b.offs[i]:]
+		if t := binary.LittleEndian.Uint64(h[8:]); t > b.MaxTxID {
+			b.MaxTxID = t
+		}
+		if Flags(h[20])&CLR != 0 {
+			b.Simple = false
+		}
+	}
 }
 
 // Entry is one decoded slab entry. Its slices alias the base's slab, which
@@ -184,6 +204,7 @@ func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {
 	if high != nil {
 		b.High = clone(high)
 	}
+	b.summarize()
 	*bd = Builder{}
 	return b
 }

@@ -141,6 +141,7 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	if hasHigh {
 		bf.b.High = buf[lowLen:fences:fences]
 	}
+	bf.b.summarize()
 	bf.f = Frame{Addr: h.Addr, PID: h.PID, LSN: h.LSN, Link: h.Link, Base: &bf.b}
 	return &bf.f, nil
 }

@@ -295,6 +295,9 @@ func (r *Reader) Init(m *Manager, me, start uint64) { r.m, r.me, r.start = m, me
 // Start returns the reader's start timestamp.
 func (r *Reader) Start() uint64 { return r.start }
 
+// Low implements node.Visibility: versions of txids below it are retired.
+func (r *Reader) Low() uint64 { return r.m.low.Load() }
+
 // Visible implements node.Visibility.
 func (r *Reader) Visible(id uint64) bool { return r.m.visible(id, r.me, r.start) }
 

@@ -205,6 +205,19 @@ func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, fn func
 		i = b.Search(lo)
 	}
 	n := b.Len()
+	if b.Simple && b.MaxTxID < vis.Low() {
+		// One retired version per key, no CLR: every entry is visible.
+		for ; i < n; i++ {
+			e := b.At(i)
+			if hi != nil && bytes.Compare(e.Key, hi) >= 0 {
+				return
+			}
+			if e.Flags&delta.Tombstone == 0 {
+				fn(e.Key, e.Value)
+			}
+		}
+		return
+	}
 	for i < n {
 		key := b.KeyAt(i)
 		if hi != nil && bytes.Compare(key, hi) >= 0 {

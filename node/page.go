@@ -30,6 +30,9 @@ func keyBit(key []byte) uint64 { return 1 << (maphash.Bytes(filterSeed, key) & 6
 // reader. Implementations must be safe for concurrent use.
 type Visibility interface {
 	Visible(txid uint64) bool
+	// Low returns a txid below which every version is visible unless a
+	// CLR masks it (the lowest unretired txid, or 0).
+	Low() uint64
 }
 
 // Covers reports whether the page routes key (it is live and key lies in
