@@ -68,8 +68,10 @@ func (db *DB) afterWrite() {
 
 // backpressure makes a writer wait, before it takes any lock, while the
 // hot generation holds 2x CheckpointBytes because the checkpointer lags.
+// The wait is bounded (10 s): a checkpointer that keeps failing (a full
+// disk) must not hang writers forever; the stall count shows it.
 func (db *DB) backpressure() {
-	for i := 0; db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && db.gens.Sealed() != nil; i++ {
+	for i := 0; i < 100 && db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && db.gens.Sealed() != nil; i++ {
 		if i == 0 {
 			db.ckpt.stalls.Add(1)
 		}
