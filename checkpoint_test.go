@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -409,5 +410,80 @@ func TestMaxTxnLag(t *testing.T) {
 	// With the txn gone the log can be recycled.
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCorruptFrameFailsOnlyItsReads: a data-file frame whose CRC fails
+// makes the reads that touch its page return ErrCorruption; Open and every
+// other read work.
+func TestCorruptFrameFailsOnlyItsReads(t *testing.T) {
+	dir := t.TempDir()
+	o := &bwkv.Options{PageSplitEntries: 8, Durability: bwkv.DurabilityRelaxed}
+	db, err := bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	for i := 0; i < n; i++ {
+		mustPut(t, db, fmt.Sprintf("k%05d", i), fmt.Sprintf("v%d", i))
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// Find a leaf base frame and flip a byte inside it.
+	datas, _ := filepath.Glob(filepath.Join(dir, "*.data"))
+	name := datas[len(datas)-1]
+	f, err := vfs.Default().Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := pool.OpenFile(f, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim pool.FrameRef
+	for _, a := range pf.Addrs() {
+		fr, err := pf.ReadFrame(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fr.Base != nil && fr.Base.Level == 0 && fr.Base.Keys > 2 {
+			victim, _ = pf.Lookup(a)
+			break
+		}
+	}
+	pf.Close()
+	if victim.Len == 0 {
+		t.Fatal("no leaf base frame found")
+	}
+	flipByte(t, name, victim.Offset+int64(victim.Len)/2)
+
+	db, err = bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatalf("open with a corrupt frame: %v", err)
+	}
+	defer db.Close()
+	bad, good := 0, 0
+	for i := 0; i < n; i++ {
+		v, err := db.Get([]byte(fmt.Sprintf("k%05d", i)))
+		switch {
+		case errors.Is(err, bwkv.ErrCorruption):
+			var ce *bwkv.CorruptionError
+			if !errors.As(err, &ce) || ce.File == "" {
+				t.Fatalf("corruption error without a file: %v", err)
+			}
+			bad++
+		case err != nil:
+			t.Fatalf("get: %v", err)
+		case string(v) != fmt.Sprintf("v%d", i):
+			t.Fatalf("k%05d = %q", i, v)
+		default:
+			good++
+		}
+	}
+	t.Logf("%d reads failed with ErrCorruption, %d succeeded", bad, good)
+	if bad == 0 || good == 0 || bad > n/4 {
+		t.Fatalf("%d bad and %d good reads: want only the corrupt page's reads to fail", bad, good)
 	}
 }
