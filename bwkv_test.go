@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/bwkv/bwkv"
@@ -215,5 +216,37 @@ func TestManyKeysSplitAndScan(t *testing.T) {
 	}
 	if n, _ := db.Get([]byte("k000001")); n != nil {
 		t.Fatalf("deleted key readable")
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, ckpt := range []bool{false, true} {
+		db, err := bwkv.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustPut(t, db, "a", fmt.Sprint(ckpt))
+		if ckpt {
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+		ro, err := bwkv.Open(dir, &bwkv.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("read-only open (checkpointed=%v): %v", ckpt, err)
+		}
+		wantValue(t, ro.Get, "a", fmt.Sprint(ckpt))
+		if err := ro.Put([]byte("b"), nil); !errors.Is(err, bwkv.ErrReadOnly) {
+			t.Fatalf("put on a read-only DB: %v", err)
+		}
+		if _, err := ro.Begin(); !errors.Is(err, bwkv.ErrReadOnly) {
+			t.Fatalf("begin on a read-only DB: %v", err)
+		}
+		ro.Close()
+	}
+	if _, err := bwkv.Open(filepath.Join(dir, "missing"), &bwkv.Options{ReadOnly: true}); err == nil {
+		t.Fatal("read-only open of a missing DB succeeded")
 	}
 }

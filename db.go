@@ -152,10 +152,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 func (db *DB) open(exists bool) error {
 	o := &db.opts
 	man, st, err := manifest.Open(db.fs, db.dir, !o.ReadOnly)
-	if err != nil {
+	switch {
+	case err == nil:
+		db.man = man
+	case o.ReadOnly && errors.Is(err, manifest.ErrNotExist):
+		st = manifest.NewState() // never checkpointed: everything is in the log
+	default:
 		return db.openErr(err)
 	}
-	db.man = man
 	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize, Compression: compressionName(o.Compression)}
 	if st.FormatVersion != 0 {
 		if st.Options != db.format {
