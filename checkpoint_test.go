@@ -79,18 +79,7 @@ func stealPrepare(dir string, out *crashOut) {
 		out.line("open error %v", err)
 		os.Exit(3)
 	}
-	for i := 0; i < 10; i++ {
-		db.Put(crashKey(i), []byte(fmt.Sprintf("old%d", i)))
-	}
-	tx, _ := db.Begin()
-	for i := 0; i < 10; i++ {
-		if i%3 == 0 {
-			tx.Delete(crashKey(i))
-		} else {
-			tx.Put(crashKey(i), []byte("loser"))
-		}
-	}
-	tx.Put(crashKey(20), []byte("loser-insert"))
+	openLoser(db, out)
 	if err := db.Checkpoint(); err != nil {
 		out.line("checkpoint error %v", err)
 		os.Exit(3)
@@ -107,22 +96,11 @@ func rollbackCut(dir string, out *crashOut) {
 		out.line("open error %v", err)
 		os.Exit(3)
 	}
-	for i := 0; i < 10; i++ {
-		db.Put(crashKey(i), []byte(fmt.Sprintf("old%d", i)))
-	}
 	// Fill a few segments so the checkpoint has something to recycle.
 	for i := 0; i < 300; i++ {
 		db.Put([]byte(fmt.Sprintf("filler%04d", i)), make([]byte, 100))
 	}
-	tx, _ := db.Begin()
-	for i := 0; i < 10; i++ {
-		if i%3 == 0 {
-			tx.Delete(crashKey(i))
-		} else {
-			tx.Put(crashKey(i), []byte("loser"))
-		}
-	}
-	tx.Put(crashKey(20), []byte("loser-insert"))
+	tx := openLoser(db, out)
 	bwkv.SetTestRollbackHook(func(n int) {
 		if n == 5 {
 			if err := db.Checkpoint(); err != nil {

@@ -403,6 +403,18 @@ func undoPrepare(dir string, out *crashOut) {
 		out.line("open error %v", err)
 		os.Exit(3)
 	}
+	openLoser(db, out)
+	if err := db.Sync(); err != nil {
+		out.line("error %v", err)
+		os.Exit(3)
+	}
+	out.line("ready")
+}
+
+// openLoser commits old values for keys 0..9, then leaves open a txn that
+// overwrote or deleted each of them and inserted key 20 (checkUndone
+// verifies the undo).
+func openLoser(db *bwkv.DB, out *crashOut) *bwkv.Txn {
 	for i := 0; i < 10; i++ {
 		if err := db.Put(crashKey(i), []byte(fmt.Sprintf("old%d", i))); err != nil {
 			out.line("error %v", err)
@@ -418,11 +430,7 @@ func undoPrepare(dir string, out *crashOut) {
 		}
 	}
 	tx.Put(crashKey(20), []byte("loser-insert"))
-	if err := db.Sync(); err != nil {
-		out.line("error %v", err)
-		os.Exit(3)
-	}
-	out.line("ready")
+	return tx
 }
 
 func waitReady(lines <-chan string) bool {
