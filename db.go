@@ -30,6 +30,11 @@ const (
 	walDir   = "wal"
 )
 
+// leafSplitBytes bounds a leaf's key and value bytes: with large values a
+// leaf splits before PageSplitEntries keys, which bounds what each
+// consolidation copies.
+const leafSplitBytes = 32 << 10
+
 // maxPutRetries bounds DB.Put/Delete's retries of a conflicting one-op txn.
 const maxPutRetries = 16
 
@@ -185,6 +190,7 @@ func (db *DB) open(exists bool) error {
 	db.tree = tree.New(tree.Config{
 		SplitEntries: o.PageSplitEntries,
 		ChainMax:     o.DeltaChainMax,
+		SplitBytes:   leafSplitBytes,
 	}, tree.Env{
 		LowUnretired: func() uint64 { return db.mv.Low() },
 		Gens:         db.gens,

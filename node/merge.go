@@ -140,10 +140,14 @@ type Contents struct {
 	vers []ver
 	// keyStart holds the index in vers where each distinct key begins.
 	keyStart []int
+	bytes    int
 }
 
 // Keys returns the number of distinct keys.
 func (c *Contents) Keys() int { return len(c.keyStart) }
+
+// Bytes returns the key and value bytes of the retained versions.
+func (c *Contents) Bytes() int { return c.bytes }
 
 // Collect gathers p's versions after the retention rule.
 func (p *Page) Collect(lowUnretired uint64) *Contents {
@@ -159,6 +163,9 @@ func (c *Contents) appendPage(p *Page, lowUnretired uint64) {
 		c.vers = retain(vs, lowUnretired, &mask, c.vers)
 		if len(c.vers) > n {
 			c.keyStart = append(c.keyStart, n)
+			for _, v := range c.vers[n:] {
+				c.bytes += len(v.key) + len(v.val)
+			}
 		}
 	})
 }

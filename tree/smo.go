@@ -158,7 +158,7 @@ func (t *Tree) tryMerge(key []byte) error {
 	c := lp.Collect(low)
 	c.Append(rp, low)
 	n := c.Keys()
-	if n > t.cfg.SplitEntries*3/4 {
+	if n > t.cfg.SplitEntries*3/4 || (t.cfg.SplitBytes > 0 && c.Bytes() > t.cfg.SplitBytes*3/4) {
 		return nil
 	}
 	merged := t.addr(c.Build(0, n, lp.Base.Low, rp.Base.High, rp.Base.Sibling))

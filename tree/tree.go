@@ -20,6 +20,20 @@ type Config struct {
 	SplitEntries int
 	// ChainMax is the delta-chain length above which a leaf consolidates.
 	ChainMax int
+	// SplitBytes bounds a leaf's key and value bytes as well: a leaf of
+	// large values splits before it reaches SplitEntries keys, so a
+	// consolidation never copies much more than this (0: no byte bound).
+	SplitBytes int
+}
+
+// tooBig reports whether consolidated contents must split.
+func (t *Tree) tooBig(c *node.Contents) bool {
+	return c.Keys() > t.cfg.SplitEntries || (t.cfg.SplitBytes > 0 && c.Bytes() > t.cfg.SplitBytes && c.Keys() >= 2)
+}
+
+// underfull reports whether consolidated contents should merge.
+func (t *Tree) underfull(c *node.Contents) bool {
+	return c.Keys() < t.cfg.SplitEntries/4 && (t.cfg.SplitBytes == 0 || c.Bytes() < t.cfg.SplitBytes/4)
 }
 
 // Env is what the tree asks of the rest of the engine.
@@ -279,9 +293,9 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 	c := p.Collect(t.env.LowUnretired())
 	b := p.Base
 	n := c.Keys()
-	if n <= t.cfg.SplitEntries {
+	if !t.tooBig(c) {
 		nb := t.addr(c.Build(0, n, b.Low, b.High, b.Sibling))
-		return &node.Page{Base: nb}, nil, n < t.cfg.SplitEntries/4 && pid != RootPID
+		return &node.Page{Base: nb}, nil, t.underfull(c) && pid != RootPID
 	}
 	k, sep := c.SplitKey()
 	if pid == RootPID {
