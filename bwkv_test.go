@@ -250,3 +250,46 @@ func TestReadOnly(t *testing.T) {
 		t.Fatal("read-only open of a missing DB succeeded")
 	}
 }
+
+func TestUpdatePanicRollsBack(t *testing.T) {
+	db := openTest(t, nil)
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v, want the original panic", r)
+			}
+		}()
+		db.Update(func(tx *bwkv.Txn) error {
+			mustPut(t, tx, "k", "v")
+			panic("boom")
+		})
+	}()
+	wantValue(t, db.Get, "k", "")
+	if st := db.Stats().Txn; st.Open != 0 || st.Aborts != 1 {
+		t.Fatalf("after a panicking Update: %+v", st)
+	}
+	// An error from fn rolls back too and is returned as is.
+	errBoom := errors.New("boom")
+	if err := db.Update(func(tx *bwkv.Txn) error { mustPut(t, tx, "k", "v"); return errBoom }); err != errBoom {
+		t.Fatalf("Update returned %v", err)
+	}
+	wantValue(t, db.Get, "k", "")
+}
+
+func TestFormatOptionsPersist(t *testing.T) {
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, &bwkv.Options{MaxKeySize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// The stored MaxKeySize wins over a new request.
+	db, err = bwkv.Open(dir, &bwkv.Options{MaxKeySize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Put(make([]byte, 17), nil); !errors.Is(err, bwkv.ErrKeyTooLarge) {
+		t.Fatalf("17-byte key with stored MaxKeySize 16: %v", err)
+	}
+}

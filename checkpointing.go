@@ -320,6 +320,9 @@ func (db *DB) readErr(err error) error {
 	if ce := asCorruption(err); ce != nil {
 		return ce
 	}
+	if errors.Is(err, pool.ErrVersion) {
+		return fmt.Errorf("%w: %v", ErrVersion, err)
+	}
 	return err
 }
 

@@ -210,6 +210,17 @@ func (db *DB) open(exists bool) error {
 	if err := db.man.Prepare(); err != nil {
 		return db.openErr(err)
 	}
+	if st.FormatVersion == 0 {
+		// A new database records its format options at once, so a reopen
+		// with other values keeps the ones the data was written with.
+		if err := db.man.Commit(&manifest.Edit{
+			Has:           manifest.HasFormatVersion | manifest.HasOptions,
+			FormatVersion: manifest.FormatVersion,
+			Options:       db.format,
+		}); err != nil {
+			return db.openErr(err)
+		}
+	}
 	if err := db.removeOrphans(st); err != nil {
 		return err
 	}
