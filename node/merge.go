@@ -88,10 +88,47 @@ func (p *Page) mergedRun(lo, hi []byte, scratch []ver, fn func(key []byte, vs []
 func (p *Page) Visible(lo, hi []byte, vis Visibility, fn func(key, val []byte)) {
 	var mask maskSet
 	if p.Head == nil {
-		p.baseVisible(lo, hi, vis, &mask, fn)
+		p.baseVisible(lo, hi, vis, &mask, nil, fn)
 		return
 	}
 	var scratch [32]ver
+	chain := p.chainSorted(scratch[:0])
+	for _, v := range chain {
+		if v.flags&delta.CLR != 0 {
+			p.mergedVisible(lo, hi, vis, chain, fn)
+			return
+		}
+	}
+	// Without CLRs a chain key either decides the read (its newest visible
+	// version) or leaves it to the base: resolve each chain key once, then
+	// walk the base with the overrides merged in.
+	var ovBuf [32]chainOverride
+	ovs := ovBuf[:0]
+	for i := 0; i < len(chain); {
+		o := chainOverride{key: chain[i].key}
+		for ; i < len(chain) && bytes.Equal(chain[i].key, o.key); i++ {
+			if !o.resolved && vis.Visible(chain[i].txid) {
+				o.resolved, o.present, o.val = true, chain[i].flags&delta.Tombstone == 0, chain[i].val
+			}
+		}
+		if (lo == nil || bytes.Compare(o.key, lo) >= 0) && (hi == nil || bytes.Compare(o.key, hi) < 0) {
+			ovs = append(ovs, o)
+		}
+	}
+	p.baseVisible(lo, hi, vis, &mask, ovs, fn)
+}
+
+// chainOverride is one chain key's outcome for a reader: resolved (the
+// chain decides: a value, or absent) or not (the base decides).
+type chainOverride struct {
+	key, val          []byte
+	resolved, present bool
+}
+
+// mergedVisible is the general path (chains with CLRs, whose masks reach
+// into the base).
+func (p *Page) mergedVisible(lo, hi []byte, vis Visibility, scratch []ver, fn func(key, val []byte)) {
+	var mask maskSet
 	p.mergedRun(lo, hi, scratch[:0], func(key []byte, vs []ver) {
 		mask.reset()
 		for _, v := range vs {
@@ -203,35 +240,49 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 	return bd.Finish(low, high, sibling, 0)
 }
 
-// baseVisible is Visible for a page without a chain: one pass over the
-// base's entries, no merging.
-func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, fn func(key, val []byte)) {
+// baseVisible walks the base's keys in [lo, hi) with the resolved chain
+// overrides ovs (sorted, within bounds) merged in, and calls fn for each
+// visible value.
+func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, ovs []chainOverride, fn func(key, val []byte)) {
 	b := p.Base
 	i := 0
 	if lo != nil {
 		i = b.Search(lo)
 	}
 	n := b.Len()
-	if b.Simple && b.MaxTxID < vis.Low() {
-		// One retired version per key, no CLR: every entry is visible.
-		for ; i < n; i++ {
-			e := b.At(i)
-			if hi != nil && bytes.Compare(e.Key, hi) >= 0 {
-				return
-			}
-			if e.Flags&delta.Tombstone == 0 {
-				fn(e.Key, e.Value)
-			}
-		}
-		return
-	}
+	// One retired version per key and no CLR: every entry is visible.
+	simple := b.Simple && b.MaxTxID < vis.Low()
+	oi := 0
 	for i < n {
 		key := b.KeyAt(i)
 		if hi != nil && bytes.Compare(key, hi) >= 0 {
-			return
+			break
+		}
+		for ; oi < len(ovs) && bytes.Compare(ovs[oi].key, key) < 0; oi++ {
+			if ovs[oi].present {
+				fn(ovs[oi].key, ovs[oi].val)
+			}
+		}
+		done := false
+		if oi < len(ovs) && bytes.Equal(ovs[oi].key, key) {
+			if ovs[oi].resolved {
+				if ovs[oi].present {
+					fn(ovs[oi].key, ovs[oi].val)
+				}
+				done = true
+			}
+			oi++
+		}
+		if simple {
+			if !done {
+				if e := b.At(i); e.Flags&delta.Tombstone == 0 {
+					fn(e.Key, e.Value)
+				}
+			}
+			i++
+			continue
 		}
 		mask.reset()
-		done := false
 		for ; i < n; i++ {
 			e := b.At(i)
 			if !bytes.Equal(e.Key, key) {
@@ -248,6 +299,11 @@ func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, fn func
 				}
 				done = true
 			}
+		}
+	}
+	for ; oi < len(ovs); oi++ {
+		if ovs[oi].present {
+			fn(ovs[oi].key, ovs[oi].val)
 		}
 	}
 }
