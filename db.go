@@ -72,6 +72,7 @@ type DB struct {
 	txns map[*Txn]struct{} // open transactions, rolled back by Close
 
 	snapPool sync.Pool
+	iterBufs sync.Pool // *[]iterEntry: iterators' per-leaf entry buffers
 
 	commitsSinceRetire atomic.Int64
 	stop               chan struct{}

@@ -42,6 +42,9 @@ type iterEntry struct {
 
 func newIter(db *DB, vis node.Visibility, o *IterOptions, owner func() error) *Iter {
 	it := &Iter{db: db, vis: vis, owner: owner}
+	if b, ok := db.iterBufs.Get().(*[]iterEntry); ok {
+		it.ents = (*b)[:0]
+	}
 	if o != nil {
 		if o.LowerBound != nil {
 			it.lo = bytes.Clone(o.LowerBound)
@@ -248,6 +251,12 @@ func (it *Iter) Close() error {
 	}
 	it.closed = true
 	it.valid = false
+	// The entry buffer goes back to the pool with no references into
+	// pages; Key and Value slices handed out point into page memory, not
+	// into this buffer, so reusing it changes nothing a caller holds.
+	clear(it.ents)
+	b := it.ents[:0]
 	it.ents = nil
+	it.db.iterBufs.Put(&b)
 	return nil
 }
