@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 )
@@ -291,5 +293,36 @@ func TestFormatOptionsPersist(t *testing.T) {
 	defer db.Close()
 	if err := db.Put(make([]byte, 17), nil); !errors.Is(err, bwkv.ErrKeyTooLarge) {
 		t.Fatalf("17-byte key with stored MaxKeySize 16: %v", err)
+	}
+}
+
+// TestNoGoroutineLeft: Close stops every goroutine the DB started
+// (TESTING.md layer 9), in both durability modes and after checkpoints.
+func TestNoGoroutineLeft(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, d := range []bwkv.Durability{bwkv.DurabilitySync, bwkv.DurabilityRelaxed} {
+		db, err := bwkv.Open(t.TempDir(), &bwkv.Options{Durability: d, CheckpointBytes: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 500; i++ {
+			mustPut(t, db, fmt.Sprintf("k%03d", i), string(make([]byte, 200)))
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Goroutines exit asynchronously after their owner signals; allow a
+	// moment (a generous bound, not a timing assertion).
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after Close, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
