@@ -338,8 +338,96 @@ func WriteReport(w io.Writer, rows []Result, o ReportOptions) error {
 		}
 		fmt.Fprintf(w, "\n</details>\n\n")
 	}
+	writeBestPeer(w, BestPeers(agg, o), o.Target)
 	writeResourceTable(w, agg)
 	return nil
+}
+
+// IssueGoals are issue 5's throughput goals: the target's median ops over
+// the best peer's, per workload (p99 no worse than the best peer's).
+var IssueGoals = map[string]float64{"W1": 2, "W2": 2, "W2y": 2, "W3": 2, "W4": 1.5, "W5": 2, "W6": 3}
+
+// BestPeerCase is the target against the best baseline of one case: the
+// one with the highest median ops, and (maybe another) the lowest median p99.
+type BestPeerCase struct {
+	Key                CaseKey
+	Target             Stats
+	OpsPeer, P99Peer   string
+	PeerOps, PeerP99   float64
+	OpsRatio           float64 // target ops / best peer ops
+	P99Ratio           float64 // target p99 / best peer p99
+	Goal               float64 // IssueGoals[workload], 0 if none
+	MeetsOps, MeetsP99 bool
+}
+
+// BestPeers compares the target with the best baseline of every case.
+func BestPeers(agg map[CaseKey]map[string]*Stats, o ReportOptions) []BestPeerCase {
+	bases := o.baselines(agg)
+	var keys []CaseKey
+	for k, m := range agg {
+		if m[o.Target] != nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessCase(keys[i], keys[j]) })
+	var out []BestPeerCase
+	for _, k := range keys {
+		t := agg[k][o.Target]
+		bc := BestPeerCase{Key: k, Target: *t, Goal: IssueGoals[k.Workload]}
+		for _, b := range bases {
+			s := agg[k][b]
+			if s == nil {
+				continue
+			}
+			if bc.OpsPeer == "" || s.MedOps > bc.PeerOps {
+				bc.OpsPeer, bc.PeerOps = b, s.MedOps
+			}
+			if s.MedP99 > 0 && (bc.P99Peer == "" || s.MedP99 < bc.PeerP99) {
+				bc.P99Peer, bc.PeerP99 = b, s.MedP99
+			}
+		}
+		if bc.OpsPeer == "" {
+			continue
+		}
+		if bc.PeerOps > 0 {
+			bc.OpsRatio = t.MedOps / bc.PeerOps
+		}
+		if bc.PeerP99 > 0 {
+			bc.P99Ratio = t.MedP99 / bc.PeerP99
+		}
+		bc.MeetsOps = bc.Goal > 0 && bc.OpsRatio >= bc.Goal
+		bc.MeetsP99 = bc.PeerP99 > 0 && t.MedP99 <= bc.PeerP99
+		out = append(out, bc)
+	}
+	return out
+}
+
+func writeBestPeer(w io.Writer, bcs []BestPeerCase, target string) {
+	if len(bcs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## %s vs the best peer of each case\n\n", target)
+	fmt.Fprintf(w, "Best peer = highest median ops (for ops) / lowest median p99 (for p99) among the baselines. Goal: issue 5's ops ratio over the best peer; p99 goal: no worse than the best peer. CV marks do not apply here: read the CVs in the tables above.\n\n")
+	fmt.Fprintf(w, "| case | %s ops | best peer (ops) | ops ratio | goal | %s p99 µs | best peer (p99) | p99 ratio |\n", target, target)
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
+	for _, b := range bcs {
+		goal := "—"
+		if b.Goal > 0 {
+			mark := "no"
+			if b.MeetsOps {
+				mark = "met"
+			}
+			goal = fmt.Sprintf(">= %.1fx: %s", b.Goal, mark)
+		}
+		p99 := "worse"
+		if b.MeetsP99 {
+			p99 = "ok"
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %s %.0f | %.2fx | %s | %.1f | %s %.1f | %.2fx (%s) |\n",
+			b.Key.Label(), b.Target.MedOps, b.OpsPeer, b.PeerOps, b.OpsRatio, goal,
+			b.Target.MedP99, b.P99Peer, b.PeerP99, b.P99Ratio, p99)
+	}
+	fmt.Fprintln(w)
 }
 
 func writeResourceTable(w io.Writer, agg map[CaseKey]map[string]*Stats) {

@@ -150,3 +150,33 @@ func TestMatrixPlanRotates(t *testing.T) {
 		t.Fatalf("16/128 = %v %v", p, err)
 	}
 }
+
+func TestBestPeers(t *testing.T) {
+	rows := []Result{
+		row("bwkv", "W1", 1, 300, 10), row("pebble", "W1", 1, 100, 20), row("badger", "W1", 1, 200, 5),
+		row("bwkv", "W6", 1, 400, 1), row("bbolt", "W6", 1, 100, 2), row("quadratic", "W6", 1, 1e6, 0.1),
+	}
+	o := DefaultReportOptions()
+	got := BestPeers(Aggregate(rows, o), o)
+	if len(got) != 2 {
+		t.Fatalf("%d cases", len(got))
+	}
+	w1, w6 := got[0], got[1]
+	if w1.OpsPeer != "badger" || !near(w1.OpsRatio, 1.5) || w1.Goal != 2 || w1.MeetsOps {
+		t.Errorf("W1 ops %+v", w1)
+	}
+	if w1.P99Peer != "badger" || !near(w1.P99Ratio, 2) || w1.MeetsP99 {
+		t.Errorf("W1 p99 %+v", w1)
+	}
+	// The quadratic fixture is never a peer.
+	if w6.OpsPeer != "bbolt" || !near(w6.OpsRatio, 4) || !w6.MeetsOps || !near(w6.P99Ratio, 0.5) || !w6.MeetsP99 {
+		t.Errorf("W6 %+v", w6)
+	}
+	var b strings.Builder
+	if err := WriteReport(&b, rows, o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| W6/t1 | 400 | bbolt 100 | 4.00x | >= 3.0x: met | 1.0 | bbolt 2.0 | 0.50x (ok) |") {
+		t.Errorf("best-peer table missing:\n%s", b.String())
+	}
+}
