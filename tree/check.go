@@ -19,19 +19,29 @@ type Shape struct {
 	Bytes     int64
 }
 
-// Shape walks every level through the sibling links. It is O(pages): call
-// it from Stats, never from a write path.
+// Shape walks every level through the sibling links, loading pages not yet
+// in memory. It is O(pages): call it from Stats, never from a write path.
+// A page that cannot be read ends the walk of its level (Check reports it).
 func (t *Tree) Shape() Shape {
 	var s Shape
 	root := t.loadQuiet(RootPID)
+	if root == nil {
+		return s
+	}
 	s.Depth = int(root.Base.Level) + 1
 	pid := RootPID
 	for {
 		p := t.loadQuiet(pid)
+		if p == nil {
+			return s
+		}
 		level := p.Base.Level
 		first := pid
 		for q := pid; q != 0; {
 			qp := t.loadQuiet(q)
+			if qp == nil {
+				break
+			}
 			s.Pages++
 			s.Bytes += int64(qp.Base.Bytes())
 			if level == 0 {
@@ -50,7 +60,11 @@ func (t *Tree) Shape() Shape {
 		if level == 0 {
 			return s
 		}
-		pid = pagetable.PID(t.loadQuiet(first).Base.ChildAt(0))
+		fp := t.loadQuiet(first)
+		if fp == nil || fp.Base.Len() == 0 {
+			return s
+		}
+		pid = pagetable.PID(fp.Base.ChildAt(0))
 	}
 }
 
