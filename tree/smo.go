@@ -78,6 +78,14 @@ func (t *Tree) postOnce(sp *split) (*split, error) {
 			slot.Mu.Unlock() // already posted
 			return nil, nil
 		}
+		// The new child must still be the live page starting at sep one
+		// level down (a hint from a traversal may be stale). A merge could
+		// only remove it through this parent, whose lock we hold.
+		if cp, err := t.load(sp.right); err != nil || cp == nil || cp.Removed ||
+			!bytes.Equal(cp.Base.Low, sp.sep) || cp.Base.Level+1 != sp.level {
+			slot.Mu.Unlock()
+			return nil, err
+		}
 		keys, kids := innerEntries(b, i+1, sp.sep, uint64(sp.right), -1)
 		if len(keys) <= t.cfg.SplitEntries {
 			t.publish(slot, pid, p, &node.Page{Base: t.addr(buildInner(keys, kids, b.Low, b.High, b.Sibling, b.Level))}, 1)

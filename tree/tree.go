@@ -138,8 +138,18 @@ func (t *Tree) load(pid pagetable.PID) (*node.Page, error) {
 
 // find descends from the root to the page at level that covers key.
 func (t *Tree) find(key []byte, level uint8) (pagetable.PID, *node.Page, error) {
+	return t.findHint(key, level, nil)
+}
+
+// findHint is find that also reports, through hint (if not nil), the
+// first half split it crossed: a move right from a page reached from its
+// parent, whose separator the parent may lack (a split posted after a
+// checkpoint's cut and lost in a crash, or one whose post is in flight).
+// Writers complete it (readers only follow the link).
+func (t *Tree) findHint(key []byte, level uint8, hint **split) (pagetable.PID, *node.Page, error) {
 restart:
 	pid := RootPID
+	descended := false
 	for {
 		p, err := t.load(pid)
 		if err != nil {
@@ -151,6 +161,10 @@ restart:
 		}
 		b := p.Base
 		if b.High != nil && bytes.Compare(key, b.High) >= 0 {
+			if hint != nil && *hint == nil && descended {
+				*hint = &split{level: b.Level + 1, sep: bytes.Clone(b.High), right: pagetable.PID(b.Sibling)}
+			}
+			descended = false
 			pid = pagetable.PID(b.Sibling)
 			continue
 		}
@@ -162,6 +176,7 @@ restart:
 		}
 		_, c := b.Child(key)
 		pid = pagetable.PID(c)
+		descended = true
 	}
 }
 
@@ -247,7 +262,8 @@ func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
 	tok := t.env.Gens.Enter()
 	defer t.env.Gens.Exit(tok)
 	for {
-		pid, _, err := t.find(key, 0)
+		var hint *split
+		pid, _, err := t.findHint(key, 0, &hint)
 		if err != nil {
 			return nil, false, err
 		}
@@ -275,6 +291,9 @@ func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
 		}
 		t.publish(slot, pid, p, np, frames)
 		slot.Mu.Unlock()
+		if sp == nil {
+			sp = hint // complete a half split met on the way (idempotent)
+		}
 		return sp, underfull, nil
 	}
 }
