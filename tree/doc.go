@@ -30,12 +30,18 @@
 // Between the two steps of a split the parent lacks the separator; readers
 // reach the new page through the left page's sibling link. Posting is
 // idempotent (a separator already present is not added twice) and Check
-// accepts a half split.
+// accepts a half split. A writer whose traversal moves right from a page
+// it reached from the parent posts that separator itself after its write
+// (the new child is validated under the parent's lock), so a split whose
+// post was lost in a crash heals on the next write that crosses it.
+// Readers only follow the link.
 //
 // # Merges
 //
-// A leaf left underfull by consolidation (fewer than a quarter of
-// PageSplitEntries keys) is merged with an adjacent leaf under the same
+// Leaves also split above SplitBytes of keys and values, so a
+// consolidation of large values copies a bounded amount. A leaf left
+// underfull by consolidation (fewer than a quarter of PageSplitEntries
+// keys and of SplitBytes) is merged with an adjacent leaf under the same
 // parent when the result stays below three quarters of PageSplitEntries
 // (so a merge never triggers a split). The merge is one atomic unit under
 // the three locks: the left page is replaced by the merged contents, the
