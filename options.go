@@ -44,11 +44,13 @@ type Options struct {
 	// CheckpointBytes of dirty page data trigger a checkpoint; default 64 MiB.
 	CheckpointBytes int64
 	// CacheBytes is the memory budget for clean pages; default 256 MiB.
+	// Not enforced yet: loaded pages stay in memory until Close.
 	CacheBytes int64
 	// WALSegmentBytes is the log segment size; default 64 MiB. It must be at
 	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments).
 	WALSegmentBytes int64
 	// DataFileBytes is the target size of a data file; default 64 MiB.
+	// (Today a checkpoint writes one file, whatever its size.)
 	DataFileBytes int64
 	// MaxKeySize in bytes; default 4096. Persisted: the stored value wins.
 	MaxKeySize int
@@ -61,9 +63,10 @@ type Options struct {
 	// default 12.
 	DeltaChainMax int
 	// BlobThreshold: values above it go to blob files; default 8192.
-	// Persisted.
+	// Persisted. Blob files are not built yet: values stay in pages.
 	BlobThreshold int
-	// Compression enables zstd per frame in data files. Persisted.
+	// Compression enables zstd per frame in data files. Persisted; not
+	// applied yet (frames are written uncompressed).
 	Compression bool
 	// MaxTxnLag is the number of log bytes a transaction may fall behind
 	// the head before the engine aborts it (ErrTxnTooOld); default 512 MiB.
