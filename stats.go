@@ -85,6 +85,7 @@ func (db *DB) Stats() Stats {
 		Consolidations: ts.Consolidations, Splits: ts.Splits, RootSplits: ts.RootSplits, Merges: ts.Merges,
 	}
 	s.Cache.Bytes = sh.Bytes
+	s.Cache.Misses = ts.Loads // pages read from data files on first touch
 	s.Recovery = db.recovery
 	c := &db.ckpt
 	s.Checkpoint = CheckpointStats{
