@@ -536,6 +536,12 @@ func TestFailpointMatrix(t *testing.T) {
 				dir := t.TempDir()
 				m := newCrashModel()
 				env := []string{"BWKV_CRASH_DIR=" + dir, "BWKV_CRASH_MODE=sync", "BWKV_CRASH_CKPT=1"}
+				if strings.HasPrefix(name, "recovery_") {
+					// No checkpoints: round 2's Open then always has round
+					// 1's whole log to redo (a checkpoint just before the
+					// kill could leave nothing past the frontier).
+					env[2] = "BWKV_CRASH_CKPT="
+				}
 				lines := runChild(t, append(env, "BWKV_CRASH_ROUND=1"), func(<-chan string) bool {
 					time.Sleep(300 * time.Millisecond)
 					return true
