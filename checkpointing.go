@@ -16,6 +16,7 @@ import (
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/pool"
+	"github.com/bwkv/bwkv/wal"
 )
 
 // ckptState is the checkpointer's mailbox and counters.
@@ -343,6 +344,10 @@ func asCorruption(err error) *CorruptionError {
 	var mc *manifest.CorruptionError
 	if errors.As(err, &mc) {
 		return &CorruptionError{File: mc.File, Offset: mc.Offset, Reason: mc.Reason}
+	}
+	var wc *wal.CorruptionError
+	if errors.As(err, &wc) {
+		return &CorruptionError{File: wc.File, Offset: wc.Offset, Reason: wc.Reason}
 	}
 	return nil
 }

@@ -240,9 +240,8 @@ func compressionName(on bool) string {
 
 // openErr maps a lower layer's error to the public ones.
 func (db *DB) openErr(err error) error {
-	var mc *manifest.CorruptionError
-	if errors.As(err, &mc) {
-		return fmt.Errorf("bwkv: open %s: %w", db.dir, &CorruptionError{File: mc.File, Offset: mc.Offset, Reason: mc.Reason})
+	if ce := asCorruption(err); ce != nil {
+		return fmt.Errorf("bwkv: open %s: %w", db.dir, ce)
 	}
 	if errors.Is(err, manifest.ErrVersion) || errors.Is(err, pool.ErrVersion) {
 		return fmt.Errorf("bwkv: open %s: %w: %v", db.dir, ErrVersion, err)

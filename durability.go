@@ -1,7 +1,6 @@
 package bwkv
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -59,14 +58,7 @@ func (db *DB) recover(exists bool, from, frontier wal.LSN) error {
 	ro := recovery.Options{WAL: db.walOptions(), From: from, Frontier: frontier, Hook: testRecoveryHook, ReadOnly: db.opts.ReadOnly}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {
-		var wc *wal.CorruptionError
-		if errors.As(err, &wc) {
-			return fmt.Errorf("bwkv: open %s: %w", db.dir, &CorruptionError{File: wc.File, Offset: wc.Offset, Reason: wc.Reason})
-		}
-		if ce := asCorruption(err); ce != nil {
-			return fmt.Errorf("bwkv: open %s: recovery: %w", db.dir, ce)
-		}
-		return fmt.Errorf("bwkv: open %s: recovery: %w", db.dir, err)
+		return db.openErr(err)
 	}
 	db.wal = w
 	db.mv.AdvanceTo(res.MaxTxID)

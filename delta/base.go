@@ -187,9 +187,6 @@ func (bd *Builder) AddChild(sep []byte, child uint64) {
 	bd.Add(sep, v[:], 0, 0, 0)
 }
 
-// Keys returns the number of distinct keys added so far.
-func (bd *Builder) Keys() int { return bd.keys }
-
 // Finish returns the built page. low and high are copied. The builder must
 // not be used afterwards.
 func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {

@@ -81,9 +81,6 @@ func (m *Manager) Exit(t *xsync.RToken) { m.gate.RUnlock(t) }
 // page lock, so a page's addresses ascend along its chain.
 func (m *Manager) NextAddr() uint64 { return m.addr.Add(1) }
 
-// LastAddr returns the last drawn address.
-func (m *Manager) LastAddr() uint64 { return m.addr.Load() }
-
 // Published returns the highest durable address.
 func (m *Manager) Published() uint64 { return m.published.Load() }
 

@@ -45,9 +45,6 @@ type Txn struct {
 // State returns the txn's current state.
 func (t *Txn) State() State { return State(t.state.Load()) }
 
-// CommitTS returns the commit timestamp (0 unless committed).
-func (t *Txn) CommitTS() uint64 { return t.commitTS.Load() }
-
 // Manager owns the oracle, the status table, the registry and retirement.
 // All methods are safe for concurrent use.
 type Manager struct {
@@ -196,13 +193,6 @@ func (m *Manager) WriteCheck(id, me, start uint64) (skip, conflict bool) {
 	}
 }
 
-// QueueLen returns the number of unretired txns.
-func (m *Manager) QueueLen() int {
-	m.qmu.Lock()
-	defer m.qmu.Unlock()
-	return len(m.queue) - m.qhead
-}
-
 // Retire retires txns from the head of the queue while they qualify and
 // returns how many it retired. It never blocks: a concurrent pass wins.
 func (m *Manager) Retire() int {
@@ -291,9 +281,6 @@ type Reader struct {
 
 // Init sets the reader's manager, own txid (0 for a snapshot) and start.
 func (r *Reader) Init(m *Manager, me, start uint64) { r.m, r.me, r.start = m, me, start }
-
-// Start returns the reader's start timestamp.
-func (r *Reader) Start() uint64 { return r.start }
 
 // Low implements node.Visibility: versions of txids below it are retired.
 func (r *Reader) Low() uint64 { return r.m.low.Load() }

@@ -99,19 +99,3 @@ func (r *Registry) Min(limit uint64) uint64 {
 	r.overMu.Unlock()
 	return m
 }
-
-// Count returns the number of live registrations (for stats and tests).
-func (r *Registry) Count() int {
-	n := 0
-	for i := range r.shards {
-		for j := range r.shards[i].slots {
-			if r.shards[i].slots[j].v.Load() != 0 {
-				n++
-			}
-		}
-	}
-	r.overMu.Lock()
-	n += len(r.overflow)
-	r.overMu.Unlock()
-	return n
-}

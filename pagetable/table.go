@@ -179,11 +179,3 @@ func (t *Table[T]) Reclaim(published uint64) int {
 	}
 	return n
 }
-
-// Counts returns the number of free and pending (retired, not reclaimed)
-// PIDs.
-func (t *Table[T]) Counts() (free, pending int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.free), len(t.pending) - t.head
-}

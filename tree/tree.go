@@ -75,9 +75,6 @@ func New(cfg Config, env Env, pt *pagetable.Table[node.Page]) *Tree {
 	return t
 }
 
-// Table returns the mapping table.
-func (t *Tree) Table() *pagetable.Table[node.Page] { return t.pt }
-
 // Stats returns the SMO counters.
 func (t *Tree) Stats() Stats {
 	return Stats{
