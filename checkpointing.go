@@ -65,14 +65,17 @@ func (db *DB) afterWrite() {
 	if db.gens.Hot().Bytes() >= db.opts.CheckpointBytes && db.gens.Sealed() == nil {
 		db.kickCheckpoint()
 	}
+	db.cacheCheck()
 }
 
 // backpressure makes a writer wait, before it takes any lock, while the
-// hot generation holds 2x CheckpointBytes because the checkpointer lags.
-// The wait is bounded (10 s): a checkpointer that keeps failing (a full
-// disk) must not hang writers forever; the stall count shows it.
+// hot generation holds 2x CheckpointBytes because the checkpointer lags,
+// or while resident pages exceed the cache's hard limit (dirty pages the
+// evictor cannot drop until a checkpoint publishes them). The wait is
+// bounded (10 s): a checkpointer that keeps failing (a full disk) must not
+// hang writers forever; the stall count shows it.
 func (db *DB) backpressure() {
-	for i := 0; i < 100 && db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && db.gens.Sealed() != nil; i++ {
+	for i := 0; i < 100 && db.mustWait(); i++ {
 		if i == 0 {
 			db.ckpt.stalls.Add(1)
 		}
@@ -84,6 +87,19 @@ func (db *DB) backpressure() {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// mustWait reports whether a writer must wait for the next publish. O(1).
+func (db *DB) mustWait() bool {
+	if db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && db.gens.Sealed() != nil {
+		return true
+	}
+	if db.pt.Resident() > db.cacheHardLimit() && (db.gens.Sealed() != nil || db.gens.Hot().Frames() > 0) {
+		db.cache.pressure.Store(true)
+		db.kickCheckpoint()
+		return true
+	}
+	return false
 }
 
 // checkpointLoop is the one background checkpointer.
@@ -125,7 +141,8 @@ func (db *DB) checkpointOnce(force bool) error {
 			return err
 		}
 	}
-	if !force && db.gens.Hot().Bytes() < db.opts.CheckpointBytes {
+	pressure := db.cache.pressure.Swap(false) && db.gens.Hot().Frames() > 0
+	if !force && !pressure && db.gens.Hot().Bytes() < db.opts.CheckpointBytes {
 		return nil
 	}
 	failpoints.Hit(failpoints.CheckpointCut)
@@ -173,6 +190,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	c.nanos.Add(uint64(res.Duration))
 	c.frontier.Store(res.Frontier)
 	c.renew()
+	db.offerPublished(g)
 	return nil
 }
 
@@ -196,7 +214,9 @@ func (db *DB) oldestActive() (uint64, bool) {
 		if !began {
 			continue
 		}
-		if !done && head-first > uint64(db.opts.MaxTxnLag) {
+		// A txn that logged its first record after head was read is
+		// ahead of it, not behind (head-first would wrap around).
+		if !done && first < head && head-first > uint64(db.opts.MaxTxnLag) {
 			db.abortTooOld(tx)
 		}
 		// Still counted: its end record is not durable yet.

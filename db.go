@@ -58,7 +58,8 @@ type DB struct {
 	filesMu sync.Mutex
 	files   map[manifest.FileID]*pool.File // open data files (read side)
 
-	ckpt ckptState
+	ckpt  ckptState
+	cache cacheState
 
 	recovery RecoveryStats
 	// degraded holds the error that made the DB read-only (a failed log
@@ -130,6 +131,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		stop:  make(chan struct{}),
 		files: make(map[manifest.FileID]*pool.File),
 		ckpt:  newCkptState(),
+		cache: newCacheState(),
 	}
 	if err := db.open(exists); err != nil {
 		db.closeFiles()
@@ -143,9 +145,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	if !o.ReadOnly {
-		db.bg.Add(2)
+		db.bg.Add(3)
 		go db.retireLoop()
 		go db.checkpointLoop()
+		go db.evictLoop()
 		if db.recovery.RecordsReplayed > 100_000 {
 			db.kickCheckpoint() // a long redo: shorten the next one
 		}
@@ -196,6 +199,7 @@ func (db *DB) open(exists bool) error {
 		LowUnretired: func() uint64 { return db.mv.Low() },
 		Gens:         db.gens,
 		Load:         db.loadPage,
+		Loaded:       db.cacheCheck,
 	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }

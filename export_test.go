@@ -1,5 +1,7 @@
 package bwkv
 
+import "github.com/bwkv/bwkv/pagetable"
+
 // SetTestRecoveryHook installs a function recovery calls before each undo
 // step (tests crash the process there).
 func SetTestRecoveryHook(f func()) { testRecoveryHook = f }
@@ -11,3 +13,15 @@ func SetTestCutHook(f func()) { testCutHook = f }
 // SetTestRollbackHook installs a function rollback calls after each
 // compensation.
 func SetTestRollbackHook(f func(n int)) { testRollbackHook = f }
+
+// ResidentSums returns the cache's accounted resident bytes and the sum
+// over every mapped slot of its resident state's size (equal when the
+// accounting is exact). Call it on a quiescent DB.
+func (db *DB) ResidentSums() (accounted, actual int64) {
+	for pid := pagetable.PID(1); pid < db.pt.Next(); pid++ {
+		if p := db.pt.Load(pid); p != nil {
+			actual += int64(p.Bytes())
+		}
+	}
+	return db.pt.Resident(), actual
+}

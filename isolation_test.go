@@ -273,8 +273,18 @@ func TestWriteSkewAllowed(t *testing.T) {
 // TestBank: goroutines transfer between accounts; every snapshot sums to
 // the initial total. Duration from BWKV_BANK_MS (CI default 2000).
 func TestBank(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		testBank(t, &bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 4})
+	})
+	// Leaves are evicted and reloaded under the transfers and audits.
+	t.Run("tiny-cache", func(t *testing.T) {
+		testBank(t, &bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 4, CacheBytes: 1, CheckpointBytes: 4096})
+	})
+}
+
+func testBank(t *testing.T, o *bwkv.Options) {
 	const accounts, initial = 100, 1000
-	db := openTest(t, &bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 4})
+	db := openTest(t, o)
 	acct := func(i int) []byte { return []byte(fmt.Sprintf("acct%03d", i)) }
 	for i := 0; i < accounts; i++ {
 		mustPut(t, db, string(acct(i)), strconv.Itoa(initial))
@@ -364,7 +374,11 @@ func TestBank(t *testing.T) {
 	if transfers.Load() == 0 || audits.Load() == 0 {
 		t.Fatalf("no progress: %d transfers, %d audits", transfers.Load(), audits.Load())
 	}
-	t.Logf("%d transfers, %d conflicts, %d audits", transfers.Load(), conflicts.Load(), audits.Load())
+	st := db.Stats()
+	t.Logf("%d transfers, %d conflicts, %d audits; cache: %d evictions, %d misses", transfers.Load(), conflicts.Load(), audits.Load(), st.Cache.Evictions, st.Cache.Misses)
+	if o.CacheBytes == 1 && (st.Cache.Evictions == 0 || st.Cache.Misses == 0) {
+		t.Fatalf("the tiny cache never evicted and reloaded a page: %+v", st.Cache)
+	}
 	if err := db.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}

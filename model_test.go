@@ -432,6 +432,9 @@ var modelOptionSets = []struct {
 	{"default", bwkv.Options{}},
 	{"tiny-pages", bwkv.Options{PageSplitEntries: 4, DeltaChainMax: 1}},
 	{"small-pages", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2}},
+	// Every clean leaf is evicted as soon as the evictor runs, and cuts
+	// come every few writes: reads keep reloading pages from data files.
+	{"tiny-cache", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 4096, CacheBytes: 1}},
 }
 
 func TestModel(t *testing.T) {

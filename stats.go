@@ -84,8 +84,9 @@ func (db *DB) Stats() Stats {
 		Pages: sh.Pages, Leaves: sh.Leaves, Depth: sh.Depth, ChainHist: sh.ChainHist, Bytes: sh.Bytes,
 		Consolidations: ts.Consolidations, Splits: ts.Splits, RootSplits: ts.RootSplits, Merges: ts.Merges,
 	}
-	s.Cache.Bytes = sh.Bytes
-	s.Cache.Misses = ts.Loads // pages read from data files on first touch
+	s.Cache.Bytes = db.pt.Resident()
+	s.Cache.Misses = ts.Loads // pages read from data files
+	s.Cache.Evictions = db.cache.evictions.Load()
 	s.Recovery = db.recovery
 	c := &db.ckpt
 	s.Checkpoint = CheckpointStats{

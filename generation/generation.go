@@ -59,6 +59,8 @@ type Manager struct {
 	// published is the highest address made durable by a checkpoint:
 	// every frame at or below it that a page still reaches is on disk.
 	published atomic.Uint64
+	// pubGen is the ID of the last published generation.
+	pubGen atomic.Uint64
 }
 
 // NewManager starts at generation firstGen with lastAddr the last address
@@ -83,6 +85,13 @@ func (m *Manager) NextAddr() uint64 { return m.addr.Add(1) }
 
 // Published returns the highest durable address.
 func (m *Manager) Published() uint64 { return m.published.Load() }
+
+// Clean reports whether every frame of the page in slot is durable: it was
+// last marked dirty in a published generation (or never since Open). Call
+// it under the page lock. O(1).
+func (m *Manager) Clean(slot *pagetable.Slot[node.Page]) bool {
+	return slot.Stamp.Load() <= m.pubGen.Load()
+}
 
 // Hot returns the hot generation.
 func (m *Manager) Hot() *Gen { return m.hot.Load() }
@@ -131,5 +140,6 @@ func (m *Manager) Cut(frontier func() uint64) *Gen {
 // (with the states it pinned).
 func (m *Manager) Publish(g *Gen) {
 	m.published.Store(g.SnapAddr)
+	m.pubGen.Store(g.ID)
 	m.sealed.CompareAndSwap(g, nil)
 }

@@ -20,6 +20,17 @@ type Page struct {
 	// Filter has one bit set per chain key (a 64-bit Bloom filter with one
 	// hash): a point read whose bit is clear skips the chain walk.
 	Filter uint64
+	// Size is the memory of the base and chain (0 on a state built from a
+	// base alone: Bytes computes it).
+	Size int
+}
+
+// Bytes returns the memory the state holds: its base and its chain.
+func (p *Page) Bytes() int {
+	if p.Size == 0 {
+		return p.Base.Bytes()
+	}
+	return p.Size
 }
 
 var filterSeed = maphash.MakeSeed()
@@ -44,7 +55,7 @@ func (p *Page) Covers(key []byte) bool {
 // Prepend returns a new state with d as the newest delta.
 func (p *Page) Prepend(d *delta.Delta) *Page {
 	d.Next = p.Head
-	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key)}
+	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key), Size: p.Bytes() + d.Size()}
 }
 
 // maskSet is a tiny set of txids whose versions a CLR hides, for one key.

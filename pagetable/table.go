@@ -26,8 +26,25 @@ type Slot[T any] struct {
 	// (written under Mu; the generation layer's O(1) de-duplication).
 	Stamp atomic.Uint64
 	// Disk is the logical address of the page's newest durable frame while
-	// its state is not loaded (0: none).
+	// its state is not loaded (0: none). Written under Mu when a clean page
+	// is evicted.
 	Disk atomic.Uint64
+	// Bytes is the memory the resident state was accounted with (guarded
+	// by Mu; see Table.Account).
+	Bytes int64
+	// Ref is the CLOCK reference bit: set by reads, cleared by the evictor
+	// (a page read since the evictor last passed gets a second chance).
+	Ref atomic.Uint32
+	// queued de-duplicates the eviction candidate ring.
+	queued atomic.Bool
+}
+
+// Touched sets the reference bit. It stores only when the bit is clear, so
+// hot pages read on every core do not bounce the cache line.
+func (s *Slot[T]) Touched() {
+	if s.Ref.Load() == 0 {
+		s.Ref.Store(1)
+	}
 }
 
 // CompareAndSwap publishes v if the state is still old (loading a page
@@ -62,6 +79,89 @@ type Table[T any] struct {
 	// index of its first live element.
 	pending []retired
 	head    int
+
+	// resident is the accounted memory of every resident state.
+	resident atomic.Int64
+	// ring holds eviction candidates (see Enqueue).
+	ring ring
+}
+
+// Account records that slot now holds a state of n bytes (0: none) and
+// adjusts the resident total. Callers hold the slot's Mu (or own the PID
+// exclusively). O(1).
+func (t *Table[T]) Account(s *Slot[T], n int64) {
+	if d := n - s.Bytes; d != 0 {
+		s.Bytes = n
+		t.resident.Add(d)
+	}
+}
+
+// Resident returns the accounted memory of all resident states.
+func (t *Table[T]) Resident() int64 { return t.resident.Load() }
+
+// Enqueue offers pid as an eviction candidate: a page just loaded, or one
+// whose dirty generation was published. A PID already waiting is not added
+// twice (the slot's flag), so the ring never holds more entries than there
+// are pages. O(1) amortized.
+func (t *Table[T]) Enqueue(pid PID) {
+	s := t.Lookup(pid)
+	if s == nil || !s.queued.CompareAndSwap(false, true) {
+		return
+	}
+	t.ring.push(pid)
+}
+
+// Dequeue takes the oldest candidate. Its flag is cleared before it is
+// returned, so an Enqueue racing with the caller's inspection of the page
+// is never lost. O(1).
+func (t *Table[T]) Dequeue() (PID, bool) {
+	pid, ok := t.ring.pop()
+	if ok {
+		if s := t.Lookup(pid); s != nil {
+			s.queued.Store(false)
+		}
+	}
+	return pid, ok
+}
+
+// Candidates returns the number of waiting eviction candidates.
+func (t *Table[T]) Candidates() int { return t.ring.len() }
+
+// ring is a FIFO of PIDs: a slice with a moving head, compacted when the
+// dead prefix dominates, so push and pop are O(1) amortized.
+type ring struct {
+	mu   sync.Mutex
+	q    []PID
+	head int
+}
+
+func (r *ring) push(pid PID) {
+	r.mu.Lock()
+	r.q = append(r.q, pid)
+	r.mu.Unlock()
+}
+
+func (r *ring) pop() (PID, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.head == len(r.q) {
+		return 0, false
+	}
+	pid := r.q[r.head]
+	r.head++
+	if r.head == len(r.q) {
+		r.q, r.head = r.q[:0], 0
+	} else if r.head > 1024 && r.head*2 > len(r.q) {
+		k := copy(r.q, r.q[r.head:])
+		r.q, r.head = r.q[:k], 0
+	}
+	return pid, true
+}
+
+func (r *ring) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.q) - r.head
 }
 
 // New returns an empty table whose first allocated PID is first (>= 1).

@@ -13,15 +13,19 @@ import (
 type Shape struct {
 	Pages, Leaves int
 	Depth         int
-	// ChainHist[i] counts leaves whose chain length is in [2^(i-1), 2^i)
-	// (ChainHist[0]: empty chains).
+	// ChainHist[i] counts resident leaves whose chain length is in
+	// [2^(i-1), 2^i) (ChainHist[0]: empty chains).
 	ChainHist [8]int
-	Bytes     int64
+	// Bytes is the memory of the resident pages the walk saw.
+	Bytes int64
 }
 
-// Shape walks every level through the sibling links, loading pages not yet
-// in memory. It is O(pages): call it from Stats, never from a write path.
-// A page that cannot be read ends the walk of its level (Check reports it).
+// Shape walks the inner levels through the sibling links (loading inner
+// pages not yet in memory) and counts leaves through their parents'
+// entries, without loading a leaf: Stats on a database larger than the
+// cache reads no leaf from disk. It is O(pages): call it from Stats,
+// never from a write path. A page that cannot be read ends the walk of its
+// level (Check reports it).
 func (t *Tree) Shape() Shape {
 	var s Shape
 	root := t.loadQuiet(RootPID)
@@ -29,6 +33,11 @@ func (t *Tree) Shape() Shape {
 		return s
 	}
 	s.Depth = int(root.Base.Level) + 1
+	if root.Base.Level == 0 {
+		s.Pages, s.Leaves = 1, 1
+		s.leaf(root)
+		return s
+	}
 	pid := RootPID
 	for {
 		p := t.loadQuiet(pid)
@@ -43,21 +52,19 @@ func (t *Tree) Shape() Shape {
 				break
 			}
 			s.Pages++
-			s.Bytes += int64(qp.Base.Bytes())
-			if level == 0 {
-				s.Leaves++
-				b := 0
-				for n := qp.Len; n > 0 && b < len(s.ChainHist)-1; n >>= 1 {
-					b++
-				}
-				s.ChainHist[b]++
-				for d := qp.Head; d != nil; d = d.Next {
-					s.Bytes += int64(d.Size())
+			s.Bytes += int64(qp.Bytes())
+			if level == 1 {
+				for i := 0; i < qp.Base.Len(); i++ {
+					s.Pages++
+					s.Leaves++
+					if lp := t.pt.Load(pagetable.PID(qp.Base.ChildAt(i))); lp != nil {
+						s.leaf(lp)
+					}
 				}
 			}
 			q = pagetable.PID(qp.Base.Sibling)
 		}
-		if level == 0 {
+		if level == 1 {
 			return s
 		}
 		fp := t.loadQuiet(first)
@@ -66,6 +73,15 @@ func (t *Tree) Shape() Shape {
 		}
 		pid = pagetable.PID(fp.Base.ChildAt(0))
 	}
+}
+
+func (s *Shape) leaf(p *node.Page) {
+	s.Bytes += int64(p.Bytes())
+	b := 0
+	for n := p.Len; n > 0 && b < len(s.ChainHist)-1; n >>= 1 {
+		b++
+	}
+	s.ChainHist[b]++
 }
 
 // Check verifies the structure (TESTING.md I5): key order inside pages and

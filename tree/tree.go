@@ -45,6 +45,9 @@ type Env struct {
 	// Load reads a page's state from its newest durable frame (nil: the
 	// tree has no pages on disk).
 	Load func(pid pagetable.PID, addr uint64) (*node.Page, error)
+	// Loaded, if set, runs after a page read from disk was installed
+	// (the engine checks its cache budget).
+	Loaded func()
 }
 
 // Stats counts structure modifications.
@@ -105,6 +108,7 @@ func (t *Tree) publish(slot *pagetable.Slot[node.Page], pid pagetable.PID, old, 
 		}
 	}
 	t.env.Gens.Touch(slot, pid, old, frames, size)
+	t.pt.Account(slot, int64(st.Bytes()))
 	slot.Store(st)
 }
 
@@ -116,21 +120,100 @@ func (t *Tree) load(pid pagetable.PID) (*node.Page, error) {
 		return nil, nil
 	}
 	if p := slot.Load(); p != nil {
+		slot.Touched()
 		return p, nil
 	}
-	addr := slot.Disk.Load()
-	if addr == 0 || t.env.Load == nil {
-		return nil, nil
+	return t.loadSlow(slot, pid)
+}
+
+// loadSlow reads an unloaded page. The read runs without locks; the
+// install takes the page lock and succeeds only if the slot still names
+// the address read: a page evicted again meanwhile (a newer address) is
+// read again, never installed stale.
+func (t *Tree) loadSlow(slot *pagetable.Slot[node.Page], pid pagetable.PID) (*node.Page, error) {
+	for {
+		addr := slot.Disk.Load()
+		if p := slot.Load(); p != nil {
+			return p, nil
+		}
+		if addr == 0 || t.env.Load == nil {
+			return nil, nil
+		}
+		p, err := t.env.Load(pid, addr)
+		if err != nil {
+			return nil, err
+		}
+		slot.Mu.Lock()
+		cur := slot.Load()
+		if cur == nil && slot.Disk.Load() == addr {
+			t.pt.Account(slot, int64(p.Bytes()))
+			slot.Store(p)
+			slot.Mu.Unlock()
+			t.loads.Add(1)
+			t.pt.Enqueue(pid)
+			if t.env.Loaded != nil {
+				t.env.Loaded()
+			}
+			return p, nil
+		}
+		slot.Mu.Unlock()
+		if cur != nil {
+			return cur, nil
+		}
 	}
-	p, err := t.env.Load(pid, addr)
-	if err != nil {
-		return nil, err
+}
+
+// Evicted is the outcome of Evict.
+type Evicted int
+
+// Evict outcomes.
+const (
+	// EvictDone: the state was dropped; the slot names its durable head.
+	EvictDone Evicted = iota
+	// EvictReferenced: read since the last pass; the bit is cleared and
+	// the page stays (a second chance).
+	EvictReferenced
+	// EvictSkipped: not evictable now (dirty, an inner page, the root,
+	// removed or unloaded); it becomes a candidate again when its dirty
+	// generation is published or it is loaded.
+	EvictSkipped
+)
+
+// Evict drops pid's state if every frame of it is durable, so the next
+// touch reloads the same state from the data files (INV-M1: the state's
+// memory is not reused; readers holding it keep reading it). Only leaves
+// are evicted. Takes the page lock; no frame is produced, so it needs no
+// cut gate. O(1).
+func (t *Tree) Evict(pid pagetable.PID) (Evicted, int64) {
+	if pid == RootPID {
+		return EvictSkipped, 0
 	}
-	t.loads.Add(1)
-	if !slot.CompareAndSwap(nil, p) {
-		p = slot.Load()
+	slot := t.pt.Lookup(pid)
+	if slot == nil {
+		return EvictSkipped, 0
 	}
-	return p, nil
+	slot.Mu.Lock()
+	defer slot.Mu.Unlock()
+	p := slot.Load()
+	if p == nil || p.Removed || p.Base.Level != 0 || !t.env.Gens.Clean(slot) {
+		return EvictSkipped, 0
+	}
+	head := p.Base.Addr
+	if p.Head != nil {
+		head = p.Head.Addr
+	}
+	if head == 0 || head > t.env.Gens.Published() {
+		return EvictSkipped, 0
+	}
+	if slot.Ref.Load() != 0 {
+		slot.Ref.Store(0)
+		return EvictReferenced, 0
+	}
+	n := slot.Bytes
+	slot.Disk.Store(head)
+	t.pt.Account(slot, 0)
+	slot.Store(nil)
+	return EvictDone, n
 }
 
 // find descends from the root to the page at level that covers key.

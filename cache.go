@@ -1,0 +1,115 @@
+package bwkv
+
+import (
+	"sync/atomic"
+
+	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/tree"
+)
+
+// The page cache (Options.CacheBytes).
+//
+// Every resident page state is accounted in the mapping table (its base
+// and chain bytes, adjusted in O(1) at each install, load and eviction).
+// When the total passes CacheBytes the evictor drops clean leaves — pages
+// whose every frame a published checkpoint made durable — until it is back
+// under 90% of the budget; the next touch reloads the same state from the
+// data files. Candidates are discovered on the write path, never by walking
+// the tree: a page enters the candidate ring when it is loaded and when the
+// generation that dirtied it is published (both O(1) per page, de-duplicated
+// by a slot flag). The ring is a CLOCK: a page read since the evictor last
+// passed it gets a second chance.
+//
+// Dirty pages cannot be dropped. When the evictor has run out of clean
+// candidates and the resident total is still over the budget by a quarter,
+// it asks the checkpointer for a cut even below CheckpointBytes: after the
+// publish those pages are clean and become candidates. Random writes can
+// dirty pages faster than checkpoints clean them (each write pins a whole
+// page), so past a hard limit (cacheHardLimit) writers wait for a publish,
+// like the dirty-bytes backpressure. So the memory held by pages stays
+// bounded by the hard limit whatever the data size.
+
+// cacheState is the evictor's mailbox and counters.
+type cacheState struct {
+	kick      chan struct{}
+	evictions atomic.Uint64
+	// pressure asks the checkpointer for a cut below CheckpointBytes.
+	pressure atomic.Bool
+}
+
+func newCacheState() cacheState { return cacheState{kick: make(chan struct{}, 1)} }
+
+// cacheHardLimit is the resident total at which writers wait for a
+// publish (backpressure): twice the budget plus a 4 MiB floor, so that
+// tiny budgets (tests use 1 byte) throttle only when pages pile up.
+func (db *DB) cacheHardLimit() int64 { return 2*db.opts.CacheBytes + 4<<20 }
+
+// overBudget reports whether resident pages exceed CacheBytes. O(1).
+func (db *DB) overBudget() bool { return db.pt.Resident() > db.opts.CacheBytes }
+
+// cacheCheck runs after a page load and a write: it wakes the evictor when
+// the budget is exceeded. A read-only DB runs no background goroutines, so
+// there the caller evicts a bounded batch itself.
+func (db *DB) cacheCheck() {
+	if !db.overBudget() {
+		return
+	}
+	if db.opts.ReadOnly {
+		db.evict(64)
+		return
+	}
+	select {
+	case db.cache.kick <- struct{}{}:
+	default:
+	}
+}
+
+// evictLoop is the background evictor.
+func (db *DB) evictLoop() {
+	defer db.bg.Done()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-db.cache.kick:
+		}
+		db.evict(-1)
+		if db.pt.Resident() > db.opts.CacheBytes+db.opts.CacheBytes/4 && db.gens.Hot().Frames() > 0 {
+			// What is left is dirty: a cut turns it into candidates.
+			db.cache.pressure.Store(true)
+			db.kickCheckpoint()
+		}
+	}
+}
+
+// evict drops clean leaves until the resident total is under 90% of the
+// budget, examining at most max candidates (max < 0: one pass over the
+// ring). Referenced pages go back to the ring; dirty or non-leaf ones leave
+// it and return when their generation is published or they are reloaded.
+func (db *DB) evict(max int) {
+	target := db.opts.CacheBytes - db.opts.CacheBytes/10
+	if max < 0 {
+		max = db.pt.Candidates()
+	}
+	for i := 0; i < max && db.pt.Resident() > target; i++ {
+		pid, ok := db.pt.Dequeue()
+		if !ok {
+			return
+		}
+		switch r, _ := db.tree.Evict(pid); r {
+		case tree.EvictDone:
+			db.cache.evictions.Add(1)
+		case tree.EvictReferenced:
+			db.pt.Enqueue(pid)
+		}
+	}
+}
+
+// offerPublished makes the pages a published generation dirtied eviction
+// candidates. O(pages the generation dirtied), in the checkpointer.
+func (db *DB) offerPublished(g *generation.Gen) {
+	for _, pid := range g.Dirty() {
+		db.pt.Enqueue(pid)
+	}
+	db.cacheCheck()
+}

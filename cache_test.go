@@ -1,0 +1,103 @@
+package bwkv_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bwkv/bwkv"
+)
+
+// TestCacheBounded writes about 20 MiB of random keys through a 1 MiB
+// cache: the resident page memory must stay under the cache's hard limit
+// (2x the budget + 4 MiB: eviction of clean leaves, cuts under cache
+// pressure and writer backpressure for dirty ones), every value must read
+// back through reloads, and the accounting must be exact.
+func TestCacheBounded(t *testing.T) {
+	const budget = 1 << 20
+	o := &bwkv.Options{CacheBytes: budget, CheckpointBytes: 256 << 10, Durability: bwkv.DurabilityRelaxed}
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 40000
+	if testing.Short() {
+		n = 6000
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	perm := rng.Perm(n)
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%08d", i)) }
+	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 256) }
+	var peak int64
+	for j := 0; j < n; j += 10 {
+		err := db.Update(func(tx *bwkv.Txn) error {
+			for _, i := range perm[j:min(j+10, n)] {
+				if err := tx.Put(key(i), val(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j%500 == 0 {
+			peak = max(peak, db.Stats().Cache.Bytes)
+		}
+	}
+	st := db.Stats()
+	t.Logf("data %d KiB, cache budget %d KiB, peak resident %d KiB, evictions %d, misses %d, checkpoints %d",
+		n*512>>10, budget/1024, peak/1024, st.Cache.Evictions, st.Cache.Misses, st.Checkpoint.Count)
+	// Unbounded, the resident pages would hold all the data (20 MiB).
+	if peak > 2*budget+5<<20 {
+		t.Errorf("peak resident %d bytes, budget %d: memory is not bounded", peak, budget)
+	}
+	if st.Cache.Evictions == 0 || st.Cache.Misses == 0 {
+		t.Errorf("no eviction or reload: %+v", st.Cache)
+	}
+	check := func(db *bwkv.DB) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			v, err := db.Get(key(i))
+			if err != nil || !bytes.Equal(v, val(i)) {
+				t.Fatalf("key %d: %v (len %d)", i, err, len(v))
+			}
+		}
+		s, _ := db.NewSnapshot()
+		it, _ := s.NewIter(nil)
+		c := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			if !bytes.Equal(it.Key(), key(c)) || !bytes.Equal(it.Value(), val(c)) {
+				t.Fatalf("scan entry %d: key %q", c, it.Key())
+			}
+			c++
+		}
+		if err := it.Error(); err != nil || c != n {
+			t.Fatalf("scan: %d entries, %v", c, err)
+		}
+		it.Close()
+		s.Close()
+		if err := db.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(db)
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if acc, act := db.ResidentSums(); acc != act {
+		t.Errorf("resident accounting %d, actual %d", acc, act)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check(db)
+}
