@@ -11,10 +11,14 @@ import (
 //
 // Every resident page state is accounted in the mapping table (its base
 // and chain bytes, adjusted in O(1) at each install, load and eviction).
-// When the total passes CacheBytes the evictor drops clean leaves — pages
+// When the total passes CacheBytes the evictor shrinks clean leaves — pages
 // whose every frame a published checkpoint made durable — until it is back
-// under 90% of the budget; the next touch reloads the same state from the
-// data files. Candidates are discovered on the write path, never by walking
+// under 90% of the budget: a leaf first becomes a stub (fences, a Bloom
+// filter of its keys and its durable head; node.Stub), which takes blind
+// inserts of keys the filter rules out without a disk read; while stubs
+// hold over a quarter of the budget, a stub left untouched for a whole pass
+// is dropped. The next touch that needs the
+// entries reloads the same state from the data files. Candidates are discovered on the write path, never by walking
 // the tree: a page enters the candidate ring when it is loaded and when the
 // generation that dirtied it is published (both O(1) per page, de-duplicated
 // by a slot flag). The ring is a CLOCK: a page read since the evictor last
@@ -96,8 +100,16 @@ func (db *DB) evict(max int) {
 		if !ok {
 			return
 		}
-		switch r, _ := db.tree.Evict(pid); r {
-		case tree.EvictDone:
+		// Stubs are small and save a disk read per blind insert: they
+		// are dropped only while they hold over a quarter of the budget.
+		dropStubs := db.tree.StubBytes() > db.opts.CacheBytes/4
+		switch r, _ := db.tree.Evict(pid, dropStubs); r {
+		case tree.EvictStubbed:
+			// The stub stays a candidate: untouched for a whole pass of
+			// the ring, it is dropped too.
+			db.cache.evictions.Add(1)
+			db.pt.Enqueue(pid)
+		case tree.EvictDropped:
 			db.cache.evictions.Add(1)
 		case tree.EvictReferenced:
 			db.pt.Enqueue(pid)

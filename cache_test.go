@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 )
@@ -32,6 +33,7 @@ func TestCacheBounded(t *testing.T) {
 	key := func(i int) []byte { return []byte(fmt.Sprintf("k%08d", i)) }
 	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i), byte(i >> 8)}, 256) }
 	var peak int64
+	t0 := time.Now()
 	for j := 0; j < n; j += 10 {
 		err := db.Update(func(tx *bwkv.Txn) error {
 			for _, i := range perm[j:min(j+10, n)] {
@@ -49,6 +51,7 @@ func TestCacheBounded(t *testing.T) {
 		}
 	}
 	st := db.Stats()
+	t.Logf("load %v", time.Since(t0))
 	t.Logf("data %d KiB, cache budget %d KiB, peak resident %d KiB, evictions %d, misses %d, checkpoints %d",
 		n*512>>10, budget/1024, peak/1024, st.Cache.Evictions, st.Cache.Misses, st.Checkpoint.Count)
 	// Unbounded, the resident pages would hold all the data (20 MiB).
@@ -84,7 +87,9 @@ func TestCacheBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t0 = time.Now()
 	check(db)
+	t.Logf("check %v", time.Since(t0))
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}

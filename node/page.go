@@ -23,6 +23,9 @@ type Page struct {
 	// Size is the memory of the base and chain (0 on a state built from a
 	// base alone: Bytes computes it).
 	Size int
+	// Stub is set on an evicted leaf whose entries are on disk only (see
+	// Stub); Base then holds no entries.
+	Stub *Stub
 }
 
 // Bytes returns the memory the state holds: its base and its chain.
@@ -55,7 +58,7 @@ func (p *Page) Covers(key []byte) bool {
 // Prepend returns a new state with d as the newest delta.
 func (p *Page) Prepend(d *delta.Delta) *Page {
 	d.Next = p.Head
-	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key), Size: p.Bytes() + d.Size()}
+	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key), Size: p.Bytes() + d.Size(), Stub: p.Stub}
 }
 
 // maskSet is a tiny set of txids whose versions a CLR hides, for one key.

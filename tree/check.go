@@ -99,7 +99,7 @@ func (t *Tree) Check() error {
 			errs = append(errs, fmt.Errorf("tree: "+format, a...))
 		}
 	}
-	root := t.loadQuiet(RootPID)
+	root := t.loadFullQuiet(RootPID)
 	if root == nil || root.Removed {
 		return errors.New("tree: root missing")
 	}
@@ -119,7 +119,7 @@ func (t *Tree) Check() error {
 				break
 			}
 			seen[q] = true
-			p := t.loadQuiet(q)
+			p := t.loadFullQuiet(q)
 			if p == nil || p.Removed {
 				bad("level %d: pid %d on the sibling chain is unmapped or removed", level, q)
 				break
@@ -151,10 +151,10 @@ func (t *Tree) Check() error {
 		// Children named by this level, in order.
 		var kids []pagetable.PID
 		for _, q := range chain {
-			b := t.loadQuiet(q).Base
+			b := t.loadFullQuiet(q).Base
 			for i := 0; i < b.Len(); i++ {
 				c := pagetable.PID(b.ChildAt(i))
-				cp := t.loadQuiet(c)
+				cp := t.loadFullQuiet(c)
 				if cp == nil || cp.Removed {
 					bad("pid %d entry %d names unmapped or removed pid %d", q, i, c)
 					continue
@@ -193,7 +193,7 @@ func (t *Tree) subsequence(kids []pagetable.PID) error {
 		if q == kids[j] {
 			j++
 		}
-		p := t.loadQuiet(q)
+		p := t.loadFullQuiet(q)
 		if p == nil {
 			break
 		}
@@ -234,4 +234,18 @@ func checkPage(pid pagetable.PID, p *node.Page, bad func(string, ...any)) {
 func (t *Tree) loadQuiet(pid pagetable.PID) *node.Page {
 	p, _ := t.load(pid)
 	return p
+}
+
+// loadFullQuiet is loadQuiet with every entry in memory (a stub leaf is
+// read in full), for Check.
+func (t *Tree) loadFullQuiet(pid pagetable.PID) *node.Page {
+	for {
+		p := t.loadQuiet(pid)
+		if p == nil || p.Stub == nil {
+			return p
+		}
+		if f, err := t.fullOnce(pid, p); err != nil || f != nil {
+			return f
+		}
+	}
 }

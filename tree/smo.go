@@ -153,7 +153,7 @@ func (t *Tree) tryMerge(key []byte) error {
 	rs.Mu.Lock()
 	defer rs.Mu.Unlock()
 	lp, rp := ls.Load(), rs.Load()
-	if lp == nil || rp == nil || lp.Removed || rp.Removed ||
+	if lp == nil || rp == nil || lp.Removed || rp.Removed || lp.Stub != nil || rp.Stub != nil ||
 		lp.Base.Level != 0 || rp.Base.Level != 0 ||
 		lp.Base.Sibling != uint64(rpid) ||
 		!bytes.Equal(lp.Base.High, sep) || !bytes.Equal(rp.Base.Low, sep) {

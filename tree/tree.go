@@ -62,6 +62,8 @@ type Tree struct {
 	env Env
 
 	consolidations, splits, rootSplits, merges, restarts, loads atomic.Uint64
+	// stubBytes is the memory of resident stubs (node.Stub.Own).
+	stubBytes atomic.Int64
 }
 
 // New returns a tree over pt. If pt has no root, an empty root leaf is
@@ -168,8 +170,12 @@ type Evicted int
 
 // Evict outcomes.
 const (
-	// EvictDone: the state was dropped; the slot names its durable head.
-	EvictDone Evicted = iota
+	// EvictStubbed: the leaf's entries were dropped; a stub (fences, key
+	// filter, durable head) stays and takes blind inserts.
+	EvictStubbed Evicted = iota
+	// EvictDropped: a stub with nothing in memory was dropped; the slot
+	// names its durable head.
+	EvictDropped
 	// EvictReferenced: read since the last pass; the bit is cleared and
 	// the page stays (a second chance).
 	EvictReferenced
@@ -179,12 +185,17 @@ const (
 	EvictSkipped
 )
 
-// Evict drops pid's state if every frame of it is durable, so the next
-// touch reloads the same state from the data files (INV-M1: the state's
-// memory is not reused; readers holding it keep reading it). Only leaves
-// are evicted. Takes the page lock; no frame is produced, so it needs no
-// cut gate. O(1).
-func (t *Tree) Evict(pid pagetable.PID) (Evicted, int64) {
+// stubChainMax is the chain length (in memory and on disk) at which the
+// next writer of a stub leaf reads it in full and consolidates it.
+func (t *Tree) stubChainMax() int { return 3 * t.cfg.ChainMax }
+
+// Evict shrinks pid's state if every frame of it is durable: a leaf
+// becomes a stub (node.Stub), a stub with no chain in memory is dropped,
+// and the next touch reloads what it needs from the data files (INV-M1:
+// the old state's memory is not reused; readers holding it keep reading
+// it). Only leaves are evicted. Takes the page lock; no frame is produced,
+// so it needs no cut gate. It returns the bytes freed. O(page).
+func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) (Evicted, int64) {
 	if pid == RootPID {
 		return EvictSkipped, 0
 	}
@@ -209,12 +220,30 @@ func (t *Tree) Evict(pid pagetable.PID) (Evicted, int64) {
 		slot.Ref.Store(0)
 		return EvictReferenced, 0
 	}
-	n := slot.Bytes
-	slot.Disk.Store(head)
-	t.pt.Account(slot, 0)
-	slot.Store(nil)
-	return EvictDone, n
+	before := slot.Bytes
+	if p.Stub != nil && p.Head == nil {
+		if !dropStubs {
+			return EvictSkipped, 0
+		}
+		slot.Disk.Store(head)
+		t.pt.Account(slot, 0)
+		slot.Store(nil)
+		t.stubBytes.Add(-int64(p.Bytes()))
+		return EvictDropped, before
+	}
+	st := node.NewStub(p, head)
+	if p.Stub != nil {
+		t.stubBytes.Add(-int64(p.Stub.Own))
+	}
+	t.stubBytes.Add(int64(st.Stub.Own))
+	t.pt.Account(slot, int64(st.Bytes()))
+	slot.Store(st)
+	return EvictStubbed, before - slot.Bytes
 }
+
+// StubBytes returns the memory held by stubs themselves (their chains not
+// included).
+func (t *Tree) StubBytes() int64 { return t.stubBytes.Load() }
 
 // find descends from the root to the page at level that covers key.
 func (t *Tree) find(key []byte, level uint8) (pagetable.PID, *node.Page, error) {
@@ -260,14 +289,23 @@ restart:
 	}
 }
 
-// Leaf returns the leaf state covering key (for reads and iteration).
+// Leaf returns the leaf state covering key, with every entry in memory
+// (for iteration).
 func (t *Tree) Leaf(key []byte) (*node.Page, error) {
-	_, p, err := t.find(key, 0)
-	return p, err
+	for {
+		pid, p, err := t.find(key, 0)
+		if err != nil || p == nil || p.Stub == nil {
+			return p, err
+		}
+		if f, err := t.fullOnce(pid, p); err != nil || f != nil {
+			return f, err
+		}
+	}
 }
 
 // LeafBelow returns the leaf holding the keys just below key: a page with
-// Low < key <= High. A nil key means plus infinity (the last leaf).
+// Low < key <= High, with every entry in memory. A nil key means plus
+// infinity (the last leaf).
 func (t *Tree) LeafBelow(key []byte) (*node.Page, error) {
 restart:
 	pid := RootPID
@@ -290,7 +328,14 @@ restart:
 			continue
 		}
 		if b.Level == 0 {
-			return p, nil
+			if p.Stub == nil {
+				return p, nil
+			}
+			f, err := t.fullOnce(pid, p)
+			if err != nil || f != nil {
+				return f, err
+			}
+			goto restart
 		}
 		if key == nil {
 			pid = pagetable.PID(b.ChildAt(b.Len() - 1))
@@ -302,14 +347,72 @@ restart:
 }
 
 // Get returns the newest version of key visible under vis. The value
-// aliases immutable page memory.
+// aliases immutable page memory. A stub leaf answers without a disk read
+// when its filter rules the key out.
 func (t *Tree) Get(key []byte, vis node.Visibility) ([]byte, bool, error) {
-	p, err := t.Leaf(key)
-	if err != nil {
-		return nil, false, err
+	for {
+		pid, p, err := t.find(key, 0)
+		if err != nil {
+			return nil, false, err
+		}
+		if p.MayContain(key) {
+			if p, err = t.fullOnce(pid, p); err != nil {
+				return nil, false, err
+			}
+			if p == nil {
+				continue // the page changed: find it again
+			}
+		}
+		v, ok := p.Get(key, vis)
+		return v, ok, nil
 	}
-	v, ok := p.Get(key, vis)
-	return v, ok, nil
+}
+
+// fullOnce replaces the stub state p of pid by its full state: the durable
+// state read from disk (without locks) with p's chain replayed on top,
+// installed under the page lock if the slot still holds p. It returns nil
+// (and no error) if the slot changed meanwhile: the caller finds the page
+// again. Not a frame-producing action: the full state holds the same
+// frames (INV-C2 unaffected).
+func (t *Tree) fullOnce(pid pagetable.PID, p *node.Page) (*node.Page, error) {
+	disk, err := t.env.Load(pid, p.Base.Addr)
+	if err != nil {
+		return nil, err
+	}
+	slot := t.pt.Slot(pid)
+	slot.Mu.Lock()
+	if slot.Load() != p {
+		slot.Mu.Unlock()
+		return nil, nil
+	}
+	f := replay(disk, p)
+	t.stubBytes.Add(-int64(p.Stub.Own))
+	t.pt.Account(slot, int64(f.Bytes()))
+	slot.Store(f)
+	slot.Mu.Unlock()
+	t.loads.Add(1)
+	t.pt.Enqueue(pid)
+	if t.env.Loaded != nil {
+		t.env.Loaded()
+	}
+	return f, nil
+}
+
+// replay prepends copies of stub's chain deltas, oldest first, to the
+// durable state disk (the stub's deltas stay untouched: readers may be
+// walking them).
+func replay(disk, stub *node.Page) *node.Page {
+	ds := make([]*delta.Delta, 0, stub.Len)
+	for d := stub.Head; d != nil; d = d.Next {
+		ds = append(ds, d)
+	}
+	f := disk
+	for i := len(ds) - 1; i >= 0; i-- {
+		c := *ds[i]
+		c.Next = nil
+		f = f.Prepend(&c)
+	}
+	return f
 }
 
 // WriteFunc decides, under the leaf's lock, what to install for a write:
@@ -355,6 +458,17 @@ func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
 			t.restarts.Add(1)
 			continue
 		}
+		if p.Stub != nil && (p.MayContain(key) || p.Len+p.Stub.DiskLen >= t.stubChainMax()) {
+			// The key may have versions on disk (its old value and the
+			// conflict check need them), or the chain is due for a
+			// consolidation: read the full page. Otherwise the write is
+			// a blind insert onto the stub.
+			slot.Mu.Unlock()
+			if _, err := t.fullOnce(pid, p); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
 		d, err := fn(p)
 		if err != nil || d == nil {
 			slot.Mu.Unlock()
@@ -365,7 +479,7 @@ func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
 		var sp *split
 		underfull := false
 		frames := 1
-		if np.Len > t.cfg.ChainMax {
+		if np.Len > t.cfg.ChainMax && np.Stub == nil {
 			np, sp, underfull = t.consolidate(pid, np)
 			frames = 2 // the delta and the base that absorbed it
 		}

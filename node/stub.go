@@ -1,0 +1,119 @@
+package node
+
+import (
+	"bytes"
+	"hash/maphash"
+	"math/bits"
+
+	"github.com/bwkv/bwkv/delta"
+)
+
+// Stub describes the on-disk part of an evicted leaf. A stub page keeps the
+// leaf's fences, sibling and level in an entry-less Base whose Addr is the
+// page's newest durable frame, a Bloom filter over every key that durable
+// state holds, and, as its chain, the deltas installed since (blind writes).
+//
+// A stub answers exactly for a key its filter rules out: no version of that
+// key exists below the chain, so a write of it is an insert (no old value,
+// no conflict beyond the chain) and a read of it sees only the chain. Any
+// other key needs the full page (Tree.Full). Immutable.
+type Stub struct {
+	bits []uint64
+	// n counts the keys added (with repeats across re-stubs: an estimate
+	// that only sizes the filter).
+	n int
+	// DiskLen counts the delta frames above the base on disk (a full load
+	// reads DiskLen+1 frames).
+	DiskLen int
+	// Own is the memory of the stub state without its chain.
+	Own int
+}
+
+var stubSeed = maphash.MakeSeed()
+
+const stubHashes = 5
+
+func stubHash(key []byte) (uint64, uint64) {
+	h := maphash.Bytes(stubSeed, key)
+	return h, h>>32 | h<<32 | 1
+}
+
+func (s *Stub) add(key []byte) {
+	m := uint64(len(s.bits) * 64)
+	h, d := stubHash(key)
+	for i := 0; i < stubHashes; i++ {
+		b := h % m
+		s.bits[b/64] |= 1 << (b % 64)
+		h += d
+	}
+}
+
+// MayContain reports whether key may have versions below the chain (false
+// is exact: it has none).
+func (s *Stub) MayContain(key []byte) bool {
+	m := uint64(len(s.bits) * 64)
+	h, d := stubHash(key)
+	for i := 0; i < stubHashes; i++ {
+		b := h % m
+		if s.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+		h += d
+	}
+	return true
+}
+
+// MayContain reports whether key may have versions in the page that the
+// state does not hold in memory (always false for a full page).
+func (p *Page) MayContain(key []byte) bool { return p.Stub != nil && p.Stub.MayContain(key) }
+
+// NewStub returns the stub state of p, a leaf whose every frame is durable
+// with head its newest frame's address. The stub shares no memory with p's
+// base (fences are copied), so the base's slab can be reclaimed.
+func NewStub(p *Page, head uint64) *Page {
+	b := p.Base
+	keys, diskLen := p.Len, p.Len
+	if p.Stub == nil {
+		keys += b.Keys
+	} else {
+		keys += p.Stub.n
+		diskLen += p.Stub.DiskLen
+	}
+	// About 16 bits per key and 5 hashes: well under 1% false positives.
+	words := 1 << bits.Len(uint(max(keys, 4)*16/64-1))
+	if p.Stub != nil {
+		words = max(words, len(p.Stub.bits))
+	}
+	s := &Stub{bits: make([]uint64, words), n: keys, DiskLen: diskLen}
+	if p.Stub != nil {
+		// Fold the old filter into the new one: sizes are powers of two,
+		// so a key's bit positions modulo the old size are the old ones.
+		for i := range s.bits {
+			s.bits[i] = p.Stub.bits[i%len(p.Stub.bits)]
+		}
+	}
+	var prev []byte
+	for i := 0; i < b.Len(); i++ {
+		if k := b.KeyAt(i); i == 0 || !bytes.Equal(k, prev) {
+			s.add(k)
+			prev = k
+		}
+	}
+	for d := p.Head; d != nil; d = d.Next {
+		s.add(d.Key)
+	}
+	var bd delta.Builder
+	nb := bd.Finish(bytes.Clone(b.Low), cloneHigh(b.High), b.Sibling, b.Level)
+	nb.Addr = head
+	st := &Page{Base: nb, Stub: s}
+	st.Size = nb.Bytes() + 8*len(s.bits) + 32
+	s.Own = st.Size
+	return st
+}
+
+func cloneHigh(h []byte) []byte {
+	if h == nil {
+		return nil
+	}
+	return bytes.Clone(h)
+}
