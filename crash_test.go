@@ -105,8 +105,11 @@ func crashWorkload(dir, mode string, out *crashOut) {
 		o.FlushInterval = 5 * time.Millisecond
 	}
 	if os.Getenv("BWKV_CRASH_CKPT") != "" {
-		// Tiny checkpoints: crashes land inside them.
+		// Tiny checkpoints: crashes land inside them. A tiny cache
+		// too: leaves are evicted to stubs that take blind inserts, so
+		// crashes land between a stub's chain and its durable head.
 		o.CheckpointBytes = 16 << 10
+		o.CacheBytes = 1
 	}
 	db, err := bwkv.Open(dir, o)
 	if err != nil {

@@ -63,7 +63,9 @@ type TreeStats struct {
 
 // CacheStats describes the page cache.
 type CacheStats struct {
-	Bytes                   int64
+	// Bytes is the memory of the resident page states; StubBytes the
+	// part held by evicted leaves' stubs (fences and key filters).
+	Bytes, StubBytes        int64
 	Hits, Misses, Evictions uint64
 }
 
@@ -87,6 +89,7 @@ func (db *DB) Stats() Stats {
 	s.Cache.Bytes = db.pt.Resident()
 	s.Cache.Misses = ts.Loads // pages read from data files
 	s.Cache.Evictions = db.cache.evictions.Load()
+	s.Cache.StubBytes = db.tree.StubBytes()
 	s.Recovery = db.recovery
 	c := &db.ckpt
 	s.Checkpoint = CheckpointStats{
@@ -159,6 +162,7 @@ func (s Stats) String() string {
 	row("tree", "root splits", s.Tree.RootSplits)
 	row("tree", "merges", s.Tree.Merges)
 	row("cache", "bytes", s.Cache.Bytes)
+	row("cache", "stub bytes", s.Cache.StubBytes)
 	row("cache", "hits", s.Cache.Hits)
 	row("cache", "misses", s.Cache.Misses)
 	row("cache", "evictions", s.Cache.Evictions)
