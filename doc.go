@@ -36,8 +36,11 @@
 //
 // # Caveats
 //
-//   - CacheBytes is not enforced yet: pages loaded or written stay in
-//     memory until Close.
+//   - CacheBytes bounds clean pages: the evictor shrinks clean leaves to
+//     stubs (fences, a key filter, the durable head) and drops idle stubs;
+//     dirty pages stay until a checkpoint publishes them, and writers wait
+//     when resident pages pass twice the budget plus 4 MiB. Reads of an
+//     evicted leaf take its page lock briefly to install what they read.
 //   - Data files are not garbage-collected yet: superseded frames in old
 //     files stay on disk.
 //   - Snapshots are pooled so that NewSnapshot and Close allocate nothing:

@@ -44,7 +44,7 @@ type Options struct {
 	// CheckpointBytes of dirty page data trigger a checkpoint; default 64 MiB.
 	CheckpointBytes int64
 	// CacheBytes is the memory budget for clean pages; default 256 MiB.
-	// Not enforced yet: loaded pages stay in memory until Close.
+	// Past it, clean leaves are evicted (see the package Caveats).
 	CacheBytes int64
 	// WALSegmentBytes is the log segment size; default 64 MiB. It must be at
 	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments).

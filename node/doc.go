@@ -19,4 +19,13 @@
 // tombstone, and everything older is dropped. Every live reader started
 // after every retired commit, so the newest retired version is the one each
 // of them sees when no unretired version is visible to it (DESIGN §4).
+//
+// # Stubs
+//
+// An evicted leaf may stay as a stub state (stub.go): no entries in memory,
+// a Bloom filter (16 bits per key, 5 hashes) of every key its durable state
+// holds, and the deltas installed since. Get, Versions and Has on a stub are
+// exact for keys the filter rules out (MayContain false) and must not be
+// used for other keys: the tree reads the full page first. Each state
+// records its memory (Size, Bytes) for the cache's O(1) accounting.
 package node

@@ -15,4 +15,10 @@
 // published (a checkpoint made the removal durable); until then a crash could
 // bring back a page that still names it. Eligibility is decided once, when
 // the PID is retired, never by rescanning the free list.
+//
+// The table also keeps the page cache's bookkeeping, all O(1): each slot's
+// accounted state size and the resident total (Account), a CLOCK reference
+// bit (Touched), and a FIFO ring of eviction candidates de-duplicated by a
+// slot flag, fed from the write path (loads and published dirty sets) and
+// never by walking the table.
 package pagetable

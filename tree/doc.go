@@ -19,7 +19,9 @@
 // leaf. A split holds only the splitting page's lock while it publishes the
 // new right page and then the left page with the sibling link (the atomic
 // unit); posting the separator in the parent is a separate step under the
-// parent's lock alone, so it never holds two locks. A root split holds the
+// parent's lock alone (plus, for a moment, the new child's lock if the
+// child must be read from disk: a load installs under the page's lock), so
+// it holds locks only top-down. A root split holds the
 // root's lock; the two new children are unreachable until the root is
 // published. A merge locks parent, left, right in that order (top-down,
 // left to right); nothing else holds more than one lock, so there is no
@@ -49,4 +51,25 @@
 // pages are not merged; an inner page always keeps at least one child.
 // Root split keeps the root PID: the root's entries move to two new pages
 // and the root becomes their parent.
+//
+// # Eviction and stubs
+//
+// The engine's evictor calls Evict on clean leaves (every frame durable:
+// the page's dirty stamp is in a published generation and its head
+// address at or below the published one). A full leaf becomes a stub
+// (node.Stub): an entry-less base with the fences, the sibling, the level
+// and, as its address, the durable head, plus a Bloom filter of its keys.
+// Traversal works on a stub unchanged. A write of a key the filter rules
+// out is a blind insert: its delta goes on the stub's chain without a disk
+// read, and the checkpointer writes it linked to the stub's durable head,
+// exactly as it links a delta to a resident base. A write of any other key,
+// a read that needs entries (Leaf, LeafBelow, a Get the filter cannot
+// answer) and a chain of 3x ChainMax (in memory and on disk) read the full
+// page (fullOnce: the durable state with copies of the stub's deltas
+// replayed on top, installed only if the slot still holds the stub).
+// Consolidation, splits and merges work on full pages only. A stub with no
+// chain may be dropped (the slot keeps the durable head; the next touch
+// reads the full page). Loads install under the page lock and only if the
+// slot still names the address read, so a page evicted again meanwhile is
+// never installed stale.
 package tree

@@ -1,0 +1,74 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/bwkv/bwkv/delta"
+)
+
+func leaf(keys []string, chain []string) *Page {
+	var bd delta.Builder
+	for i, k := range keys {
+		bd.Add([]byte(k), []byte("v"), uint64(i+1), 0, 0)
+	}
+	p := &Page{Base: bd.Finish([]byte("a"), []byte("z"), 7, 0)}
+	for i, k := range chain {
+		p = p.Prepend(delta.New([]byte(k), []byte("w"), uint64(100+i), 0, 0))
+	}
+	return p
+}
+
+// TestStubFilter: a stub never rules out a key its durable state holds
+// (base or chain), also after re-stubbing with a grown filter; it rules
+// out most other keys; it keeps fences, sibling and head but no entries
+// or memory of the old base.
+func TestStubFilter(t *testing.T) {
+	var keys []string
+	for i := 0; i < 100; i++ {
+		keys = append(keys, fmt.Sprintf("k%04d", i*2))
+	}
+	p := leaf(keys, []string{"k0001", "k0003"})
+	s := NewStub(p, 42)
+	if s.Base.Addr != 42 || s.Base.Sibling != 7 || string(s.Base.Low) != "a" || string(s.Base.High) != "z" || s.Base.Len() != 0 {
+		t.Fatalf("stub base: addr %d sibling %d fences %q %q len %d", s.Base.Addr, s.Base.Sibling, s.Base.Low, s.Base.High, s.Base.Len())
+	}
+	if s.Stub.DiskLen != 2 {
+		t.Fatalf("DiskLen %d, want 2", s.Stub.DiskLen)
+	}
+	all := append(append([]string{}, keys...), "k0001", "k0003")
+	for _, k := range all {
+		if !s.MayContain([]byte(k)) {
+			t.Fatalf("stub rules out %q, which the page holds", k)
+		}
+	}
+	// Blind inserts on the stub, then a re-stub: every key still passes.
+	var more []string
+	for i := 0; i < 300; i++ {
+		k := fmt.Sprintf("m%04d", i)
+		more = append(more, k)
+		s = s.Prepend(delta.New([]byte(k), []byte("x"), uint64(500+i), 0, 0))
+	}
+	s2 := NewStub(s, 99)
+	if s2.Stub.DiskLen != 302 || len(s2.Stub.bits) < len(s.Stub.bits) {
+		t.Fatalf("re-stub: DiskLen %d, filter words %d -> %d", s2.Stub.DiskLen, len(s.Stub.bits), len(s2.Stub.bits))
+	}
+	for _, k := range append(all, more...) {
+		if !s2.MayContain([]byte(k)) {
+			t.Fatalf("re-stub rules out %q", k)
+		}
+	}
+	fp := 0
+	for i := 0; i < 10000; i++ {
+		if s2.MayContain([]byte(fmt.Sprintf("absent%06d", i))) {
+			fp++
+		}
+	}
+	if fp > 500 {
+		t.Fatalf("%d of 10000 absent keys pass the filter", fp)
+	}
+	t.Logf("false positives: %d / 10000 (filter %d bits, %d keys)", fp, 64*len(s2.Stub.bits), len(all)+len(more))
+	if (&Page{Base: p.Base}).MayContain([]byte("k0000")) {
+		t.Fatal("a full page reports keys beyond memory")
+	}
+}
