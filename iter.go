@@ -92,6 +92,15 @@ func (it *Iter) load(p *node.Page, from, to []byte) {
 	it.pageLow = append(it.pageLow[:0], b.Low...)
 	it.pageHasHigh = b.High != nil
 	it.pageHigh = append(it.pageHigh[:0], b.High...)
+	// Every key of the leaf lies in its fences: a bound equal to a fence
+	// needs no binary search and no per-entry compare (a scan crossing
+	// into the next leaf starts at its low fence).
+	if lo != nil && bytes.Equal(lo, b.Low) {
+		lo = nil
+	}
+	if hi != nil && b.High != nil && bytes.Equal(hi, b.High) {
+		hi = nil
+	}
 	p.Visible(lo, hi, it.vis, func(k, v []byte) {
 		it.ents = append(it.ents, iterEntry{k[:len(k):len(k)], v[:len(v):len(v)]})
 	})
