@@ -1,0 +1,206 @@
+package bwkv_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bwkv/bwkv"
+)
+
+// gcOpts are small files and checkpoints, so that a few thousand updates
+// make many data files and the GC has work.
+func gcOpts() *bwkv.Options {
+	return &bwkv.Options{
+		Durability:      bwkv.DurabilityRelaxed,
+		CheckpointBytes: 64 << 10,
+		DataFileBytes:   128 << 10,
+		WALSegmentBytes: 64 << 10,
+		MaxValueSize:    4 << 10,
+		MaxKeySize:      1 << 10,
+	}
+}
+
+func gcKey(i int) string { return fmt.Sprintf("gc%05d", i) }
+
+// steadyUpdates overwrites random keys of a fixed set and returns the
+// latest value of each.
+func steadyUpdates(t *testing.T, db *bwkv.DB, keys, writes, valSize int, seed uint64, latest map[string]string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := 0; i < writes; i++ {
+		k := gcKey(rng.IntN(keys))
+		if i < keys {
+			k = gcKey(i) // every key exists
+		}
+		v := fmt.Sprintf("%s-%d-%s", k, i, strings.Repeat("v", valSize))
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		latest[k] = v
+	}
+}
+
+func checkLatest(t *testing.T, db *bwkv.DB, latest map[string]string) {
+	t.Helper()
+	for k, want := range latest {
+		got, err := db.Get([]byte(k))
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		if string(got) != want {
+			t.Fatalf("get %s = %.40q, want %.40q", k, got, want)
+		}
+	}
+	if err := db.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dataDirSize returns the bytes of the data files, the log and the
+// manifest under dir.
+func dataDirSize(t *testing.T, dir string) (data, total int64) {
+	t.Helper()
+	for name, sz := range listDir(t, dir) {
+		if strings.HasSuffix(name, ".data") {
+			data += sz
+		}
+		total += sz
+	}
+	return data, total
+}
+
+// TestGCSteadyUpdates: random overwrites of a fixed key set with small
+// checkpoints. Data files get rewritten and deleted, the directory stays
+// within about 1.5x the live data, every key reads its latest value, and
+// a reopen gives the same state.
+func TestGCSteadyUpdates(t *testing.T) {
+	const keys, valSize = 2000, 200
+	writes := 40_000
+	if testing.Short() {
+		writes = 15_000
+	}
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := map[string]string{}
+	steadyUpdates(t, db, keys, writes, valSize, 1, latest)
+	// Settle: one checkpoint, then GC rounds until nothing is due.
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	checkLatest(t, db, latest)
+	t.Logf("\n%s", st)
+	if st.GC.FilesRewritten == 0 || st.GC.FilesDeleted == 0 {
+		t.Fatalf("GC rewrote %d and deleted %d files, want both > 0", st.GC.FilesRewritten, st.GC.FilesDeleted)
+	}
+	if st.BackgroundErrors != 0 {
+		t.Fatalf("%d background errors", st.BackgroundErrors)
+	}
+	data, total := dataDirSize(t, dir)
+	live := st.GC.LiveBytes
+	amp := float64(total) / float64(live)
+	t.Logf("directory %d bytes (data files %d), live frame bytes %d: directory/live = %.2f, data/live = %.2f (accounted %.2f)",
+		total, data, live, amp, float64(data)/float64(live), st.GC.SpaceAmplification)
+	if amp > 1.6 {
+		t.Fatalf("directory is %.2fx the live data, want about 1.5x at most", amp)
+	}
+	db.Close()
+	db = reopenGC(t, dir)
+	checkLatest(t, db, latest)
+}
+
+// reopenGC opens dir with gcOpts; the DB closes with the test.
+func reopenGC(t *testing.T, dir string) *bwkv.DB {
+	t.Helper()
+	db, err := bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestGCConcurrentReaders: readers run while the GC rewrites the files
+// their pages live in; then a reopen reads every page from the rewritten
+// files.
+func TestGCConcurrentReaders(t *testing.T) {
+	const keys, valSize = 1500, 100
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := map[string]string{}
+	steadyUpdates(t, db, keys, 3*keys, valSize, 2, latest)
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	// Reopen: pages are on disk only. Readers load them while a writer
+	// of a disjoint key range makes checkpoints and GC rounds.
+	db, err = bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 3))
+			for !stop.Load() {
+				k := gcKey(rng.IntN(keys))
+				got, err := db.Get([]byte(k))
+				if err != nil || string(got) != latest[k] {
+					errs <- fmt.Errorf("reader: get %s = %.30q, %v; want %.30q", k, got, err, latest[k])
+					return
+				}
+			}
+		}(r)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	other := map[string]string{}
+	for i := 0; i < 20_000; i++ {
+		k := fmt.Sprintf("other%04d", rng.IntN(1000))
+		v := fmt.Sprintf("%d-%s", i, strings.Repeat("w", valSize))
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		other[k] = v
+	}
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	t.Logf("GC: %+v", st.GC)
+	if st.GC.FilesRewritten+st.GC.FilesRetired == 0 {
+		t.Fatal("GC collected no file")
+	}
+	checkLatest(t, db, latest)
+	checkLatest(t, db, other)
+	db.Close()
+	db = reopenGC(t, dir)
+	checkLatest(t, db, latest)
+	checkLatest(t, db, other)
+	if n, _ := filepath.Glob(filepath.Join(dir, "*.data")); len(n) == 0 {
+		t.Fatal("no data files")
+	}
+}
