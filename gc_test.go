@@ -2,8 +2,10 @@ package bwkv_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/vfs"
 )
 
 // gcOpts are small files and checkpoints, so that a few thousand updates
@@ -202,5 +205,189 @@ func TestGCConcurrentReaders(t *testing.T) {
 	checkLatest(t, db, other)
 	if n, _ := filepath.Glob(filepath.Join(dir, "*.data")); len(n) == 0 {
 		t.Fatal("no data files")
+	}
+}
+
+// gcMemOpts are durability_test's memOpts with an eager GC: every
+// DB.Checkpoint publishes and runs a round, and the checkpointer runs
+// only when asked (CheckpointBytes is large), so a run's operations are
+// the same each time.
+func gcMemOpts(fs vfs.FS) *bwkv.Options {
+	o := memOpts(fs)
+	o.GCLiveRatio = 0.9
+	o.GCSpaceAmp = 1
+	return o
+}
+
+// gcWorkload is seqWorkload with a checkpoint and a GC round every
+// fourth commit; onAck (if set) sees each acknowledged commit first.
+func gcWorkload(db *bwkv.DB, n int, onAck func(int)) seqRun {
+	return seqWorkload(db, n, func(acked int) {
+		if onAck != nil {
+			onAck(acked)
+		}
+		if acked%4 == 0 {
+			_ = db.Checkpoint() // an error shows in the next commit
+		}
+	})
+}
+
+// TestGCPowerLoss is TESTING.md layer 5 for a workload whose checkpoints
+// keep rewriting and deleting data files: a crash clone at every k-th
+// operation (keeping none, half or all unsynced data, torn last writes)
+// reopens to a prefix of the commits with no orphan file (I1, I4, I5),
+// recovers to the same state twice (I6), and then keeps writing and
+// collecting (a stage mark or pending deletes a crash left are settled).
+func TestGCPowerLoss(t *testing.T) {
+	const commits = 60
+	fs := vfs.NewMem()
+	db, err := bwkv.Open("db", gcMemOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := gcWorkload(db, commits, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	gcs := db.Stats().GC
+	db.Close()
+	if gcs.FilesRewritten == 0 || gcs.FilesDeleted == 0 {
+		t.Fatalf("the workload's GC rewrote %d and deleted %d files, want both > 0", gcs.FilesRewritten, gcs.FilesDeleted)
+	}
+	total := fs.Ops()
+	stride := max(1, total/400)
+	if testing.Short() {
+		stride = max(1, total/60)
+	}
+	checked := 0
+	for k := int64(1); k <= total; k += stride {
+		for _, keep := range []float64{0, 0.5, 1} {
+			what := fmt.Sprintf("power loss at op %d/%d (keep %.1f)", k, total, keep)
+			fs := vfs.NewMem()
+			var clone *vfs.MemFS
+			var ackedAtClone, acked int
+			fs.SetHook(func(op vfs.Op) {
+				if op.Index == k && clone == nil {
+					clone = fs.CrashClone(vfs.CrashOptions{KeepUnsynced: keep, TornLastWrite: true, Seed: k})
+					ackedAtClone = acked
+				}
+			})
+			db, err := bwkv.Open("db", gcMemOpts(fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := gcWorkload(db, commits, func(n int) { acked = n })
+			db.Close()
+			if r.err != nil {
+				t.Fatalf("%s: workload: %v", what, r.err)
+			}
+			if clone == nil {
+				continue
+			}
+			rdb, err := bwkv.Open("db", gcMemOpts(clone))
+			if err != nil {
+				if ackedAtClone == 0 && errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				t.Fatalf("%s: reopen: %v", what, err)
+			}
+			got := dbState(t, rdb)
+			checkPrefix(t, got, r, ackedAtClone, what)
+			if err := rdb.Check(context.Background()); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			rdb.Close()
+			rdb, err = bwkv.Open("db", gcMemOpts(clone))
+			if err != nil {
+				t.Fatalf("%s: second reopen: %v", what, err)
+			}
+			if got2 := dbState(t, rdb); fmt.Sprint(got2) != fmt.Sprint(got) {
+				t.Fatalf("%s: I6: %v then %v", what, got, got2)
+			}
+			// Life goes on: more commits, checkpoints and GC rounds.
+			for i := 0; i < 12; i++ {
+				k := fmt.Sprintf("key%02d", i)
+				if err := rdb.Put([]byte(k), []byte("after")); err != nil {
+					t.Fatalf("%s: put after reopen: %v", what, err)
+				}
+				got[k] = "after"
+				if i%4 == 3 {
+					if err := bwkv.CollectGarbage(rdb); err != nil {
+						t.Fatalf("%s: GC after reopen: %v", what, err)
+					}
+				}
+			}
+			if err := rdb.Check(context.Background()); err != nil {
+				t.Fatalf("%s: after more writes: %v", what, err)
+			}
+			if n := rdb.Stats().BackgroundErrors; n != 0 {
+				t.Fatalf("%s: %d background errors after reopen", what, n)
+			}
+			rdb.Close()
+			rdb, err = bwkv.Open("db", gcMemOpts(clone))
+			if err != nil {
+				t.Fatalf("%s: third reopen: %v", what, err)
+			}
+			if got3 := dbState(t, rdb); fmt.Sprint(got3) != fmt.Sprint(got) {
+				t.Fatalf("%s: state after more writes: %v, want %v", what, got3, got)
+			}
+			rdb.Close()
+			checked++
+		}
+	}
+	t.Logf("%d crash points over %d operations (stride %d); the full run's GC: %+v", checked, total, stride, gcs)
+}
+
+// TestGCIOErrors is TESTING.md layer 6 for the GC workload: the i-th file
+// operation fails (EIO, ENOSPC, short write). A failed checkpoint or GC
+// step is a background error, never corruption: commits go on unless the
+// log failed, and the directory reopens to the acknowledged state with no
+// orphan file.
+func TestGCIOErrors(t *testing.T) {
+	const commits = 40
+	fs := vfs.NewMem()
+	inj := vfs.NewInjector(fs)
+	db, err := bwkv.Open("db", gcMemOpts(inj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := gcWorkload(db, commits, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	db.Close()
+	total := inj.Ops()
+	stride := int64(1)
+	if testing.Short() {
+		stride = max(1, total/40)
+	}
+	for i := int64(1); i <= total; i += stride {
+		for _, kind := range []vfs.FaultKind{vfs.FaultEIO, vfs.FaultENOSPC, vfs.FaultShortWrite} {
+			what := fmt.Sprintf("%v at op %d/%d", kind, i, total)
+			fs := vfs.NewMem()
+			inj := vfs.NewInjector(fs)
+			inj.SetFailAt(i, kind)
+			var r seqRun
+			db, err := bwkv.Open("db", gcMemOpts(inj))
+			if err == nil {
+				r = gcWorkload(db, commits, nil)
+				if r.err != nil && !errors.Is(r.err, bwkv.ErrReadOnly) {
+					t.Fatalf("%s: workload error %v does not wrap ErrReadOnly", what, r.err)
+				}
+				db.Close()
+			}
+			rdb, err := bwkv.Open("db", gcMemOpts(fs))
+			if err != nil {
+				t.Fatalf("%s: reopen: %v", what, err)
+			}
+			if r.states != nil {
+				checkPrefix(t, dbState(t, rdb), r, r.acked, what)
+			}
+			if err := bwkv.CollectGarbage(rdb); err != nil {
+				t.Fatalf("%s: GC after reopen: %v", what, err)
+			}
+			if err := rdb.Check(context.Background()); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			rdb.Close()
+		}
 	}
 }

@@ -197,21 +197,22 @@ func (c *Collector) commit(st *manifest.State, e *manifest.Edit) error {
 	return nil
 }
 
-// clearStage removes a staged file that was never registered (a crash or
-// failure between the stage mark and the remap commit) and clears the
-// mark.
+// clearStage clears the stage mark of a file that was never registered (a
+// crash or failure between the stage mark and the remap commit), then
+// removes the file. The commit comes first: if the remap commit's outcome
+// is in doubt (its fsync failed), the manifest refuses every later commit
+// and the file must stay, since the next Open may find it registered. A
+// crash after the commit leaves a file no manifest names, which Open
+// deletes.
 func (c *Collector) clearStage(st *manifest.State, id manifest.FileID) error {
-	if err := c.env.FS.Remove(c.env.Path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("gc: remove staged file %d: %w", id, err)
-	}
-	if err := c.env.FS.SyncDir(c.env.Dir); err != nil {
-		return fmt.Errorf("gc: sync dir %s: %w", c.env.Dir, err)
+	if err := c.commit(st, &manifest.Edit{Has: manifest.HasStageFile, StageFile: manifest.NoFile}); err != nil {
+		return fmt.Errorf("gc: clear stage mark: %w", err)
 	}
 	if c.env.Writing != nil {
 		c.env.Writing.Store(0)
 	}
-	if err := c.commit(st, &manifest.Edit{Has: manifest.HasStageFile, StageFile: manifest.NoFile}); err != nil {
-		return fmt.Errorf("gc: clear stage mark: %w", err)
+	if err := c.env.FS.Remove(c.env.Path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("gc: remove staged file %d: %w", id, err)
 	}
 	return nil
 }
