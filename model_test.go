@@ -382,9 +382,14 @@ func (m *model) step() {
 			m.checkScan("db", s.NewIter, m.cur)
 			s.Close()
 		}
-	case r < 95:
+	case r < 94:
 		if err := m.db.Checkpoint(); err != nil {
 			m.fail("checkpoint: %v", err)
+		}
+	case r < 95:
+		// Checkpoints and GC rounds until none is due.
+		if err := bwkv.CollectGarbage(m.db); err != nil {
+			m.fail("gc: %v", err)
 		}
 	default:
 		if err := m.db.Check(context.Background()); err != nil {
@@ -432,6 +437,10 @@ var modelOptionSets = []struct {
 	{"default", bwkv.Options{}},
 	{"tiny-pages", bwkv.Options{PageSplitEntries: 4, DeltaChainMax: 1}},
 	{"small-pages", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2}},
+	// Eager GC: tiny checkpoints, and every file not almost fully live
+	// is rewritten after each publish.
+	{"eager-gc", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 8 << 10,
+		DataFileBytes: 8 << 10, GCLiveRatio: 0.95, GCSpaceAmp: 1}},
 }
 
 func TestModel(t *testing.T) {

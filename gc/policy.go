@@ -36,21 +36,6 @@ func ratio(f manifest.FileMeta) float64 {
 	return float64(f.Live) / float64(f.Total)
 }
 
-// Amp returns the space amplification of files: total bytes over live
-// bytes (1 when there is nothing live and nothing written; +Inf never:
-// files with nothing live count their total over one byte).
-func Amp(files []manifest.FileMeta) float64 {
-	var total, live int64
-	for _, f := range files {
-		total += f.Total
-		live += f.Live
-	}
-	if total == 0 {
-		return 1
-	}
-	return float64(total) / float64(max(live, 1))
-}
-
 // Choose returns the victims of one round in the order to collect them:
 // files with nothing live first, then by ascending live ratio (older
 // files first among equals), while the round's byte budget lasts. A file
