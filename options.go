@@ -50,6 +50,8 @@ type Options struct {
 	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments).
 	WALSegmentBytes int64
 	// DataFileBytes is the target size of a data file; default 64 MiB.
+	// A GC rewrite copies about this much live data into one file, and a
+	// GC round reads at most 4x max(this, CheckpointBytes) of victims.
 	// (Today a checkpoint writes one file, whatever its size.)
 	DataFileBytes int64
 	// MaxKeySize in bytes; default 4096. Persisted: the stored value wins.
