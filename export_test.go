@@ -27,3 +27,8 @@ func CollectGarbage(db *DB) error {
 	}
 	return errors.New("bwkv: GC still due after 100 rounds")
 }
+
+// SetTestGCVerify makes the data-file GC of DBs opened afterwards
+// cross-check its chains and live-byte accounting against the disk at
+// every rewrite; a mismatch is a background error.
+func SetTestGCVerify(on bool) { testGCVerify = on }

@@ -208,6 +208,9 @@ func TestGCConcurrentReaders(t *testing.T) {
 	}
 	checkLatest(t, db, latest)
 	checkLatest(t, db, other)
+	if n := st.BackgroundErrors; n != 0 {
+		t.Fatalf("%d background errors", n)
+	}
 	db.Close()
 	db = reopenGC(t, dir)
 	checkLatest(t, db, latest)
@@ -399,4 +402,13 @@ func TestGCIOErrors(t *testing.T) {
 			rdb.Close()
 		}
 	}
+}
+
+// TestMain turns on the GC's self-check for every test of the package
+// (and the crash children it re-executes): each rewrite compares the
+// ledger's chains with the disk and the accounted live bytes with the
+// measured ones; the GC tests then require no background error.
+func TestMain(m *testing.M) {
+	bwkv.SetTestGCVerify(true)
+	os.Exit(m.Run())
 }

@@ -428,6 +428,10 @@ func runModel(t *testing.T, seed uint64, ops int, o bwkv.Options) {
 	if err := db.Check(context.Background()); err != nil {
 		t.Fatalf("final check: %v", err)
 	}
+	// Background errors include a GC self-check failure (TestMain).
+	if n := db.Stats().BackgroundErrors; n != 0 {
+		t.Fatalf("%d background errors", n)
+	}
 }
 
 var modelOptionSets = []struct {

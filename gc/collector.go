@@ -51,6 +51,11 @@ type Env struct {
 	// DrainWait bounds how long a deletion waits for the readers of a
 	// retired file; the deletion is retried next round after that.
 	DrainWait time.Duration
+	// Verify (tests) cross-checks the bookkeeping at every rewrite: each
+	// stored chain against the chain read from disk, and each victim's
+	// accounted live bytes against the live bytes the liveness check
+	// measured. A mismatch fails the round.
+	Verify bool
 }
 
 // Stats are the collector's counters since Open. Safe to read
@@ -245,6 +250,7 @@ func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (l
 		ok    bool
 	}
 	chains := map[uint64]known{}
+	measured := map[manifest.FileID]int64{}
 	for _, f := range all {
 		fr, err := c.env.Files.ReadFrom(f.file, f.addr)
 		if err != nil {
@@ -256,6 +262,11 @@ func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (l
 		}
 		k, seen := chains[fr.PID]
 		if !seen {
+			if c.env.Verify {
+				if err := c.env.Ledger.verify(fr.PID, head); err != nil {
+					return nil, 0, err
+				}
+			}
 			ch, err := c.env.Ledger.Chain(fr.PID, head)
 			k = known{ch, err == nil}
 			chains[fr.PID] = k
@@ -263,6 +274,14 @@ func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (l
 		if !k.ok || k.chain.Contains(f.addr) {
 			live = append(live, f)
 			liveBytes += int64(fr.Size())
+			measured[f.file] += int64(fr.Size())
+		}
+	}
+	if c.env.Verify {
+		for _, v := range victims {
+			if measured[v.ID] != v.Live {
+				return nil, 0, fmt.Errorf("gc: verify: file %d accounts %d live bytes, the liveness check finds %d", v.ID, v.Live, measured[v.ID])
+			}
 		}
 	}
 	return live, liveBytes, nil

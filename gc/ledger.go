@@ -2,6 +2,7 @@ package gc
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/puzpuzpuz/xsync/v3"
@@ -108,6 +109,23 @@ func (l *Ledger) Chain(pid, head uint64) (Chain, error) {
 	}
 	l.chains.Store(pid, c)
 	return c, nil
+}
+
+// verify checks the stored chain of pid, if its head is head, against the
+// chain read from disk (Env.Verify).
+func (l *Ledger) verify(pid, head uint64) error {
+	c, ok := l.chains.Load(pid)
+	if !ok || c.Head() != head {
+		return nil
+	}
+	disk, err := l.walk(pid, head)
+	if err != nil {
+		return fmt.Errorf("gc: verify page %d: %w", pid, err)
+	}
+	if !slices.Equal(c, disk) {
+		return fmt.Errorf("gc: verify page %d: ledger chain %v, disk chain %v", pid, c, disk)
+	}
+	return nil
 }
 
 // Len returns the number of pages whose chain the Ledger holds.
