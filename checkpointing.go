@@ -204,7 +204,9 @@ func (db *DB) oldestActive() (uint64, bool) {
 		if !began {
 			continue
 		}
-		if !done && head-first > uint64(db.opts.MaxTxnLag) {
+		// first > head: the txn logged its begin record after head was
+		// read (head-first would wrap around and abort it).
+		if !done && first < head && head-first > uint64(db.opts.MaxTxnLag) {
 			db.abortTooOld(tx)
 		}
 		// Still counted: its end record is not durable yet.
