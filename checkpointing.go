@@ -69,8 +69,8 @@ func (db *DB) afterWrite() {
 }
 
 // backpressure makes a writer wait, before it takes any lock, while the
-// hot generation holds 2x CheckpointBytes because the checkpointer lags,
-// or while resident pages exceed the cache's hard limit (dirty pages the
+// hot generation holds 2x CheckpointBytes because the checkpointer lags
+// (a publish or a GC round is running), or while resident pages exceed the cache's hard limit (dirty pages the
 // evictor cannot drop until a checkpoint publishes them). The wait is
 // bounded (10 s): a checkpointer that keeps failing (a full disk) must not
 // hang writers forever; the stall count shows it.
@@ -91,7 +91,7 @@ func (db *DB) backpressure() {
 
 // mustWait reports whether a writer must wait for the next publish. O(1).
 func (db *DB) mustWait() bool {
-	if db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && db.gens.Sealed() != nil {
+	if db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && (db.gens.Sealed() != nil || db.gc.running.Load()) {
 		return true
 	}
 	if db.pt.Resident() > db.cacheHardLimit() && (db.gens.Sealed() != nil || db.gens.Hot().Frames() > 0) {
@@ -125,6 +125,11 @@ func (db *DB) checkpointLoop() {
 			db.stats.bgErrors.Add(1)
 			db.log.Warn("bwkv: checkpoint failed; will retry", "err", err)
 			retry.Reset(time.Second)
+		}
+		// GC runs here, after the publish, so no other manifest commit
+		// interleaves with it (gc.go).
+		if db.collectGarbage(len(waiters) > 0) && err == nil {
+			retry.Reset(gcRetry)
 		}
 		for _, w := range waiters {
 			w <- err
@@ -171,6 +176,7 @@ func (db *DB) publish(g *generation.Gen) error {
 		Oracle:       db.mv.Now,
 		Format:       db.format,
 		Writing:      &db.ckpt.writing,
+		Ledger:       db.gc.ledger,
 	}
 	res, err := checkpoint.Run(env, g)
 	if err != nil {
@@ -181,6 +187,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	}
 	// INV-P2: PIDs removed in this generation are reusable now.
 	db.pt.Reclaim(g.ID)
+	db.gcPublished()
 	c := &db.ckpt
 	c.count.Add(1)
 	c.bytes.Add(uint64(res.Bytes))
@@ -242,68 +249,27 @@ func (db *DB) abortTooOld(tx *Txn) {
 }
 
 // loadPage reads a page's frames from its newest durable frame back to its
-// base and rebuilds the state.
+// base (readChain, gc.go) and rebuilds the state. The chain it read is the
+// page's durable chain: the GC's accounting keeps it (gcLoaded).
 func (db *DB) loadPage(pid pagetable.PID, addr uint64) (*node.Page, error) {
 	var deltas []*delta.Delta
-	for a := addr; ; {
-		f, err := db.dataFileFor(a)
-		if err != nil {
-			return nil, err
-		}
-		fr, err := f.ReadFrame(a)
-		if err != nil {
-			return nil, db.readErr(err)
-		}
-		if fr.PID != uint64(pid) {
-			return nil, &CorruptionError{File: f.Name(), Offset: int64(a), Reason: fmt.Sprintf("frame %d belongs to page %d, not %d", a, fr.PID, pid)}
-		}
+	var base *delta.Base
+	chain, err := db.readChain(pid, addr, func(fr *delta.Frame) {
 		if fr.Base != nil {
-			p := &node.Page{Base: fr.Base}
-			for i := len(deltas) - 1; i >= 0; i-- {
-				p = p.Prepend(deltas[i])
-			}
-			return p, nil
+			base = fr.Base
+		} else {
+			deltas = append(deltas, fr.Delta)
 		}
-		deltas = append(deltas, fr.Delta)
-		if fr.Link == 0 || fr.Link >= a {
-			return nil, &CorruptionError{File: f.Name(), Offset: int64(a), Reason: fmt.Sprintf("delta frame %d links to %d", a, fr.Link)}
-		}
-		a = fr.Link
-	}
-}
-
-// dataFileFor returns the open data file holding address a.
-func (db *DB) dataFileFor(a uint64) (*pool.File, error) {
-	id, ok := db.man.FileOf(a)
-	if !ok {
-		return nil, &CorruptionError{File: db.dir, Offset: int64(a), Reason: fmt.Sprintf("no data file holds address %d", a)}
-	}
-	db.filesMu.Lock()
-	defer db.filesMu.Unlock()
-	if f := db.files[id]; f != nil {
-		return f, nil
-	}
-	name := filepath.Join(db.dir, checkpoint.DataFileName(id))
-	vf, err := db.fs.Open(name)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("bwkv: open data file %s: %w", name, err)
+		return nil, err
 	}
-	f, err := pool.OpenFile(vf, name)
-	if err != nil {
-		vf.Close()
-		return nil, db.readErr(err)
+	db.gcLoaded(pid, chain)
+	p := &node.Page{Base: base}
+	for i := len(deltas) - 1; i >= 0; i-- {
+		p = p.Prepend(deltas[i])
 	}
-	db.files[id] = f
-	return f, nil
-}
-
-func (db *DB) closeFiles() {
-	db.filesMu.Lock()
-	defer db.filesMu.Unlock()
-	for id, f := range db.files {
-		f.Close()
-		delete(db.files, id)
-	}
+	return p, nil
 }
 
 // removeOrphans deletes every data file the manifest's file set does not
@@ -389,7 +355,10 @@ func (db *DB) checkFiles() error {
 	for _, n := range names {
 		if id, ok := checkpoint.ParseDataFileName(n); ok {
 			onDisk[id] = true
-			if _, named := st.Files[id]; !named && id != writing {
+			// A retired file awaiting deletion (the GC unlinks it once
+			// no reader holds it; Open deletes it) is not an orphan.
+			_, pending := st.PendingDeletes[id]
+			if _, named := st.Files[id]; !named && !pending && id != writing {
 				errs = append(errs, fmt.Errorf("bwkv: check: orphan data file %s", n))
 			}
 		}

@@ -55,11 +55,11 @@ type DB struct {
 	// format holds the persisted format options in force.
 	format manifest.FormatOptions
 
-	filesMu sync.Mutex
-	files   map[manifest.FileID]*pool.File // open data files (read side)
+	files fileCache // open data files, reference counted (gc.go)
 
 	ckpt  ckptState
 	cache cacheState
+	gc    gcState // data-file GC (gc.go)
 
 	recovery RecoveryStats
 	// degraded holds the error that made the DB read-only (a failed log
@@ -129,12 +129,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 		log:   logger,
 		txns:  make(map[*Txn]struct{}),
 		stop:  make(chan struct{}),
-		files: make(map[manifest.FileID]*pool.File),
+		files: fileCache{},
 		ckpt:  newCkptState(),
 		cache: newCacheState(),
 	}
 	if err := db.open(exists); err != nil {
-		db.closeFiles()
+		db.files.closeAll()
 		if db.man != nil {
 			db.man.Close()
 		}
@@ -191,6 +191,7 @@ func (db *DB) open(exists bool) error {
 	// during redo drops nothing an undo may need; RetireAll follows.
 	db.mv = mvcc.NewManager(0, db.durableLSN)
 	db.mv.AdvanceTo(st.Oracle)
+	db.initGC()
 	db.tree = tree.New(tree.Config{
 		SplitEntries: o.PageSplitEntries,
 		ChainMax:     o.DeltaChainMax,
@@ -321,7 +322,7 @@ func (db *DB) Close() error {
 	close(db.stop)
 	db.bg.Wait()
 	var err error
-	db.closeFiles()
+	db.files.closeAll()
 	if db.man != nil {
 		db.man.Close()
 	}

@@ -32,7 +32,12 @@
 // record is durable (DurabilitySync, group commit) or appended
 // (DurabilityRelaxed). Dirty pages are checkpointed to data files by a
 // background checkpointer when CheckpointBytes of frames accumulate; Open
-// loads pages lazily and replays the log from the last checkpoint.
+// loads pages lazily and replays the log from the last checkpoint. After
+// each checkpoint the same goroutine runs a data-file GC round: files
+// whose frames no page reaches any more are deleted, and files below
+// Options.GCLiveRatio live (or any, least live first, while the data
+// files exceed Options.GCSpaceAmp times their live bytes) are rewritten
+// into new files. Stats.GC reports it.
 //
 // # Caveats
 //
@@ -41,8 +46,9 @@
 //     dirty pages stay until a checkpoint publishes them, and writers wait
 //     when resident pages pass twice the budget plus 4 MiB. Reads of an
 //     evicted leaf take its page lock briefly to install what they read.
-//   - Data files are not garbage-collected yet: superseded frames in old
-//     files stay on disk.
+//   - The data-file GC runs in the checkpointer: under a write load that
+//     outruns it, writers see backpressure during a round as during a
+//     checkpoint. A read-only DB runs no GC.
 //   - Snapshots are pooled so that NewSnapshot and Close allocate nothing:
 //     never use a Snapshot after closing it, and close it exactly once.
 //   - Write skew is possible: snapshot isolation does not serialize two

@@ -382,9 +382,14 @@ func (m *model) step() {
 			m.checkScan("db", s.NewIter, m.cur)
 			s.Close()
 		}
-	case r < 95:
+	case r < 94:
 		if err := m.db.Checkpoint(); err != nil {
 			m.fail("checkpoint: %v", err)
+		}
+	case r < 95:
+		// Checkpoints and GC rounds until none is due.
+		if err := bwkv.CollectGarbage(m.db); err != nil {
+			m.fail("gc: %v", err)
 		}
 	default:
 		if err := m.db.Check(context.Background()); err != nil {
@@ -423,6 +428,10 @@ func runModel(t *testing.T, seed uint64, ops int, o bwkv.Options) {
 	if err := db.Check(context.Background()); err != nil {
 		t.Fatalf("final check: %v", err)
 	}
+	// Background errors include a GC self-check failure (TestMain).
+	if n := db.Stats().BackgroundErrors; n != 0 {
+		t.Fatalf("%d background errors", n)
+	}
 }
 
 var modelOptionSets = []struct {
@@ -435,6 +444,10 @@ var modelOptionSets = []struct {
 	// Every clean leaf is evicted as soon as the evictor runs, and cuts
 	// come every few writes: reads keep reloading pages from data files.
 	{"tiny-cache", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 4096, CacheBytes: 1}},
+	// Eager GC: tiny checkpoints, and every file not almost fully live
+	// is rewritten after each publish.
+	{"eager-gc", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 8 << 10,
+		DataFileBytes: 8 << 10, GCLiveRatio: 0.95, GCSpaceAmp: 1}},
 }
 
 func TestModel(t *testing.T) {

@@ -50,6 +50,8 @@ type Options struct {
 	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments).
 	WALSegmentBytes int64
 	// DataFileBytes is the target size of a data file; default 64 MiB.
+	// A GC rewrite copies about this much live data into one file, and a
+	// GC round reads at most 4x max(this, CheckpointBytes) of victims.
 	// (Today a checkpoint writes one file, whatever its size.)
 	DataFileBytes int64
 	// MaxKeySize in bytes; default 4096. Persisted: the stored value wins.
@@ -73,6 +75,16 @@ type Options struct {
 	MaxTxnLag int64
 	// FlushInterval is Relaxed mode's background flush period; default 10 ms.
 	FlushInterval time.Duration
+	// GCLiveRatio: a data file whose live bytes fall below this fraction
+	// of its frame bytes is rewritten by the data-file GC (its live frames
+	// copied to a new file, the old one deleted); default 0.5, at most 1.
+	GCLiveRatio float64
+	// GCSpaceAmp: while the data files hold more than this multiple of
+	// their live bytes, the GC also rewrites the least-live files
+	// (those below 90% live), whatever GCLiveRatio says; default 1.25,
+	// at least 1. With the log and the manifest this keeps the directory
+	// within about 1.5x the live data under steady updates.
+	GCSpaceAmp float64
 	// ReadOnly opens without recovery writes or background work; writes
 	// return ErrReadOnly.
 	ReadOnly bool
@@ -131,6 +143,12 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.FlushInterval == 0 {
 		o.FlushInterval = 10 * time.Millisecond
 	}
+	if o.GCLiveRatio == 0 {
+		o.GCLiveRatio = 0.5
+	}
+	if o.GCSpaceAmp == 0 {
+		o.GCSpaceAmp = 1.25
+	}
 	if o.FS == nil {
 		o.FS = vfs.Default()
 	}
@@ -180,6 +198,12 @@ func (o *Options) Validate() error {
 	}
 	if o.FlushInterval < 0 {
 		bad("FlushInterval %v < 0", o.FlushInterval)
+	}
+	if !(o.GCLiveRatio >= 0 && o.GCLiveRatio <= 1) {
+		bad("GCLiveRatio %v not in [0, 1]", o.GCLiveRatio)
+	}
+	if !(o.GCSpaceAmp >= 1) {
+		bad("GCSpaceAmp %v < 1", o.GCSpaceAmp)
 	}
 	if o.FS == nil {
 		bad("FS is nil (call EnsureDefaults)")

@@ -45,10 +45,23 @@ type RecoveryStats struct {
 	Duration                                              time.Duration
 }
 
-// GCStats describes data-file garbage collection.
+// GCStats describes data-file garbage collection (DESIGN §8) since Open.
 type GCStats struct {
-	FilesRewritten, BytesReclaimed uint64
-	SpaceAmplification             float64
+	// FilesRewritten counts data files whose live frames were copied to
+	// a new file; FilesRetired files retired with nothing live;
+	// FilesDeleted retired files unlinked.
+	FilesRewritten, FilesRetired, FilesDeleted uint64
+	// BytesReclaimed is the size of the files deleted minus BytesWritten,
+	// the size of the files the rewrites wrote.
+	BytesReclaimed, BytesWritten uint64
+	// Rounds counts collection rounds.
+	Rounds uint64
+	// DataBytes and LiveBytes are the data files' frame bytes and live
+	// frame bytes as the manifest accounts them (tables and footers
+	// excluded); SpaceAmplification is DataBytes / LiveBytes (0 before
+	// the first checkpoint). The log and the manifest are not included.
+	DataBytes, LiveBytes int64
+	SpaceAmplification   float64
 }
 
 // TreeStats describes the index.
@@ -101,6 +114,7 @@ func (db *DB) Stats() Stats {
 		Duration:       time.Duration(c.nanos.Load()),
 		Frontier:       c.frontier.Load(),
 	}
+	s.GC = db.gcStats()
 	s.BackpressureStalls = c.stalls.Load()
 	s.BackgroundErrors = db.stats.bgErrors.Load()
 	if db.wal != nil {
@@ -149,8 +163,14 @@ func (s Stats) String() string {
 	row("recovery", "CLRs written", s.Recovery.CLRsWritten)
 	row("recovery", "torn bytes", s.Recovery.TornBytes)
 	row("recovery", "duration", s.Recovery.Duration)
+	row("gc", "rounds", s.GC.Rounds)
 	row("gc", "files rewritten", s.GC.FilesRewritten)
+	row("gc", "files retired", s.GC.FilesRetired)
+	row("gc", "files deleted", s.GC.FilesDeleted)
+	row("gc", "bytes written", s.GC.BytesWritten)
 	row("gc", "bytes reclaimed", s.GC.BytesReclaimed)
+	row("gc", "data bytes", s.GC.DataBytes)
+	row("gc", "live bytes", s.GC.LiveBytes)
 	row("gc", "space amp", fmt.Sprintf("%.2f", s.GC.SpaceAmplification))
 	row("tree", "pages", s.Tree.Pages)
 	row("tree", "leaves", s.Tree.Leaves)

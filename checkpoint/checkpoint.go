@@ -10,6 +10,7 @@ import (
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/gc"
 	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
@@ -42,16 +43,22 @@ type Env struct {
 	// Writing, if set, holds the id of the data file being written while
 	// it is not yet published (Check does not call it an orphan).
 	Writing *atomic.Uint64
+	// Ledger, if set, turns the publish into junk accounting: the edit
+	// carries the files' new live bytes (DESIGN §8).
+	Ledger *gc.Ledger
 }
 
 // Result describes one published checkpoint.
 type Result struct {
 	Frames, Skipped int64
 	Bytes           int64
-	File            manifest.FileID // 0: no data file (nothing to write)
-	Frontier        uint64
-	AnalysisStart   uint64
-	Duration        time.Duration
+	// Junk is the durable frame bytes the publish made junk (with a
+	// Ledger).
+	Junk          int64
+	File          manifest.FileID // 0: no data file (nothing to write)
+	Frontier      uint64
+	AnalysisStart uint64
+	Duration      time.Duration
 }
 
 // DataFileName returns the name of data file id inside the DB directory.
@@ -92,6 +99,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	var frames []*delta.Frame
 	var pages []pageFrames
 	var removed []uint64
+	var changes []gc.Change // for the Ledger
 	for _, pid := range g.Dirty() {
 		st := e.Table.Load(pid)
 		if pin, ok := g.Pinned(pid); ok {
@@ -102,6 +110,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		}
 		if st.Removed {
 			removed = append(removed, uint64(pid))
+			changes = append(changes, gc.Change{PID: uint64(pid), Removed: true})
 			continue
 		}
 		head := st.Base.Addr
@@ -109,18 +118,27 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			head = st.Head.Addr
 		}
 		n := len(frames)
-		for d := st.Head; d != nil && d.Addr > published; d = d.Next {
+		d := st.Head
+		for ; d != nil && d.Addr > published; d = d.Next {
 			link := st.Base.Addr
 			if d.Next != nil {
 				link = d.Next.Addr
 			}
 			frames = append(frames, &delta.Frame{Addr: d.Addr, PID: uint64(pid), LSN: d.LSN, Link: link, Delta: d})
 		}
-		if st.Base.Addr > published {
+		// keep: the newest already-durable frame the state reaches.
+		keep := st.Base.Addr
+		if d != nil {
+			keep = d.Addr
+		} else if st.Base.Addr > published {
+			keep = 0
 			frames = append(frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
 		}
 		if len(frames) > n || head > published {
 			pages = append(pages, pageFrames{pid, head})
+			if e.Ledger != nil {
+				changes = append(changes, gc.Change{PID: uint64(pid), Written: extents(frames[n:]), Keep: keep})
+			}
 		}
 	}
 	slices.SortFunc(frames, func(a, b *delta.Frame) int {
@@ -160,15 +178,17 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			e.Writing.Store(uint64(id))
 			defer e.Writing.Store(0)
 		}
-		size, err := writeFile(e, id, frames)
+		info, err := writeFile(e, id, frames)
 		if err != nil {
 			// Abandoned: remove the partial file (best effort; Open
 			// removes any data file the manifest does not name).
 			_ = e.FS.Remove(filepath.Join(e.Dir, DataFileName(id)))
 			return res, err
 		}
-		res.File, res.Bytes = id, size
-		edit.AddFiles = []manifest.FileMeta{{ID: id, Total: size, Live: size}}
+		res.File, res.Bytes = id, info.Size
+		// Accounting counts frame bytes: a file whose frames are all junk
+		// has nothing live (its table and footer are overhead).
+		edit.AddFiles = []manifest.FileMeta{{ID: id, Total: info.FrameBytes, Live: info.FrameBytes}}
 		edit.AddRanges = []manifest.Range{{Lo: published + 1, Hi: g.SnapAddr + 1, File: id}}
 	}
 	for _, p := range pages {
@@ -179,12 +199,22 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			edit.RemovePages = append(edit.RemovePages, pid)
 		}
 	}
+	// Junk accounting goes into the same edit (DESIGN §8).
+	var plan *gc.Plan
+	if e.Ledger != nil {
+		plan = e.Ledger.Plan(changes, st)
+		edit.FileStats = plan.FileStats
+		res.Junk = plan.Junk
+	}
 	// (4) One manifest commit publishes the checkpoint.
 	failpoints.Hit(failpoints.CheckpointManifestWrite)
 	if err := e.Manifest.Commit(edit); err != nil {
 		// The file stays: a commit whose fsync failed may still be
 		// durable, and then the manifest names it. Open sorts it out.
 		return res, fmt.Errorf("checkpoint: manifest commit: %w", err)
+	}
+	if plan != nil {
+		e.Ledger.Apply(plan)
 	}
 	// (5) The frames are durable.
 	failpoints.Hit(failpoints.CheckpointMarkDurable)
@@ -199,31 +229,40 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 }
 
 // writeFile is step (3): frames, footer, fsync of the file and directory.
-func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (int64, error) {
+func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileInfo, error) {
 	name := filepath.Join(e.Dir, DataFileName(id))
 	f, err := e.FS.Create(name)
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: create %s: %w", name, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: create %s: %w", name, err)
 	}
 	defer f.Close()
 	w := pool.NewFileWriter(f)
 	failpoints.Hit(failpoints.CheckpointDataWrite)
 	for _, fr := range frames {
 		if err := w.Add(fr); err != nil {
-			return 0, fmt.Errorf("checkpoint: write %s: %w", name, err)
+			return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
 		}
 	}
 	info, err := w.Finish()
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: write %s: %w", name, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
 	}
 	failpoints.Hit(failpoints.CheckpointDataSync)
 	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("checkpoint: sync %s: %w", name, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync %s: %w", name, err)
 	}
 	failpoints.Hit(failpoints.CheckpointDirSync)
 	if err := e.FS.SyncDir(e.Dir); err != nil {
-		return 0, fmt.Errorf("checkpoint: sync dir %s: %w", e.Dir, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync dir %s: %w", e.Dir, err)
 	}
-	return info.Size, nil
+	return info, nil
+}
+
+// extents returns the frames' addresses and encoded sizes, in order.
+func extents(frames []*delta.Frame) gc.Chain {
+	c := make(gc.Chain, len(frames))
+	for i, fr := range frames {
+		c[i] = gc.Extent{Addr: fr.Addr, Size: uint32(fr.Size())}
+	}
+	return c
 }

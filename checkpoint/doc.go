@@ -48,7 +48,9 @@
 //  2. commit the new data file's id to the manifest (NextFileID), create it;
 //  3. write the frames and the footer, fsync the file and the directory;
 //  4. one manifest commit: page entries and removals, the address range ->
-//     file, file stats, frontier, analysisStart, counters;
+//     file, file stats (with Env.Ledger: the live bytes of the files whose
+//     frames the publish made junk, DESIGN §8), frontier, analysisStart,
+//     counters;
 //  5. mark the frames durable (generation.Publish);
 //  6. recycle log segments wholly below analysisStart.
 //

@@ -29,13 +29,17 @@ const (
 	RecoveryRedo = "recovery_redo"
 	RecoveryUndo = "recovery_undo"
 	RecoveryEnd  = "recovery_end"
-)
 
-// The data-file GC's points (DESIGN §8: gc_rewrite_after_stage_marker,
-// gc_rewrite_after_data_dir_sync, gc_rewrite_before_meta_commit,
-// gc_rewrite_after_meta_commit, gc_delete_obsolete) join the catalogue
-// with the GC itself: a name no code calls would be a matrix row that can
-// never fire.
+	// The data-file GC's rewrite (DESIGN §8): after the stage mark is
+	// durable, after the new file and its directory entry are, just before
+	// and just after the manifest commit that remaps the victims, and
+	// before each unlink of a retired file.
+	GCAfterStageMarker = "gc_rewrite_after_stage_marker"
+	GCAfterDataDirSync = "gc_rewrite_after_data_dir_sync"
+	GCBeforeMetaCommit = "gc_rewrite_before_meta_commit"
+	GCAfterMetaCommit  = "gc_rewrite_after_meta_commit"
+	GCDeleteObsolete   = "gc_delete_obsolete"
+)
 
 // All lists every failpoint name, for the crash matrix.
 var All = []string{
@@ -46,4 +50,6 @@ var All = []string{
 	CheckpointMarkDurable, CheckpointRecycle,
 	ManifestAppend, ManifestRotate,
 	RecoveryRedo, RecoveryUndo, RecoveryEnd,
+	GCAfterStageMarker, GCAfterDataDirSync, GCBeforeMetaCommit,
+	GCAfterMetaCommit, GCDeleteObsolete,
 }

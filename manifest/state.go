@@ -108,6 +108,17 @@ func fileOf(rs []Range, addr uint64) (FileID, bool) {
 	return NoFile, false
 }
 
+// FileList returns the registered files sorted by ID. The caller owns the
+// returned slice.
+func (s *State) FileList() []FileMeta {
+	out := make([]FileMeta, 0, len(s.Files))
+	for _, f := range s.Files {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b FileMeta) int { return cmpU64(uint64(a.ID), uint64(b.ID)) })
+	return out
+}
+
 // Ranges returns the address ranges sorted by Lo. The caller owns the
 // returned slice.
 func (s *State) Ranges() []Range {

@@ -1,0 +1,335 @@
+package bwkv
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwkv/bwkv/checkpoint"
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/gc"
+	"github.com/bwkv/bwkv/manifest"
+	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/pool"
+)
+
+// The root's side of the data-file GC (DESIGN §8; the gc package holds
+// the accounting, the victim choice and the rewrite protocol): the
+// reference-counted data-file cache, the reads that retry when a rewrite
+// moved an address, and the round the checkpointer runs after a publish.
+
+const (
+	// gcDrainWait bounds how long a round waits for the readers of a
+	// retired file before leaving its deletion to the next round. Readers
+	// hold a file for one frame read.
+	gcDrainWait = time.Second
+	// gcRetry is the pause before a round that left work behind runs
+	// again on a quiet database.
+	gcRetry = 100 * time.Millisecond
+	// readRetries bounds the re-reads of the address map by one frame
+	// read that keeps finding its file retired (each retry follows a
+	// rewrite commit, so more than a few means a bug).
+	readRetries = 8
+)
+
+// errFileRetired: the data file was retired by the GC; the caller
+// re-reads the address map.
+var errFileRetired = errors.New("bwkv: data file retired")
+
+// testGCVerify (tests) makes every rewrite cross-check the GC's
+// bookkeeping against the disk (gc.Env.Verify).
+var testGCVerify bool
+
+// gcState is the GC's part of the DB. ledger and coll are nil for a
+// read-only DB (no background work, no accounting).
+type gcState struct {
+	ledger *gc.Ledger
+	coll   *gc.Collector
+	// due: a publish happened, or a round left work or failed, since the
+	// last round. Written by the checkpointer goroutine only.
+	due atomic.Bool
+	// running is set during a round: writers then wait at 2x
+	// CheckpointBytes as they do during a publish (backpressure), so a
+	// round cannot let the hot generation and the log grow unbounded.
+	running atomic.Bool
+}
+
+// initGC sets up the ledger and the collector (Open, before recovery:
+// the ledger records the chains recovery loads).
+func (db *DB) initGC() {
+	if db.opts.ReadOnly {
+		return
+	}
+	g := &db.gc
+	g.ledger = gc.NewLedger(func(pid, head uint64) (gc.Chain, error) {
+		return db.readChain(pagetable.PID(pid), head, nil)
+	})
+	g.coll = gc.New(&gc.Env{
+		FS:        db.fs,
+		Dir:       db.dir,
+		Manifest:  db.man,
+		Ledger:    g.ledger,
+		Files:     gcFiles{db},
+		Path:      db.dataPath,
+		Writing:   &db.ckpt.writing,
+		Stop:      db.stop,
+		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
+		DrainWait: gcDrainWait,
+		Verify:    testGCVerify,
+	}, gc.Policy{
+		LiveRatio:  db.opts.GCLiveRatio,
+		SpaceAmp:   db.opts.GCSpaceAmp,
+		RoundBytes: 4 * max(db.opts.CheckpointBytes, db.opts.DataFileBytes),
+		FileBytes:  db.opts.DataFileBytes,
+	})
+	// A reopened directory may hold junk, a stage mark or pending
+	// deletes: the first round after the first publish sees to them.
+	g.due.Store(true)
+}
+
+// collectGarbage runs one GC round in the checkpointer goroutine, right
+// after a checkpoint attempt, when one is due (or force: DB.Checkpoint).
+// Failures are counted and logged, never returned: a failed step leaves
+// what a crash there would, and a later round resumes. It reports whether
+// another round should follow soon.
+func (db *DB) collectGarbage(force bool) bool {
+	g := &db.gc
+	if g.coll == nil || db.readOnly.Load() || (!force && !g.due.Load()) {
+		return false
+	}
+	g.running.Store(true)
+	more, err := g.coll.Round()
+	g.running.Store(false)
+	db.ckpt.renew() // wake writers held by backpressure
+	if err != nil {
+		db.stats.bgErrors.Add(1)
+		db.log.Warn("bwkv: data-file GC failed; will retry", "err", err)
+		more = true
+	}
+	g.due.Store(more)
+	return more
+}
+
+// gcPublished notes a publish: the accounting changed, a round is due.
+func (db *DB) gcPublished() { db.gc.due.Store(true) }
+
+// gcLoaded is the page loader's hook: the chain it read is the page's
+// durable chain (DESIGN §8 accounting).
+func (db *DB) gcLoaded(pid pagetable.PID, c gc.Chain) {
+	if db.gc.ledger != nil {
+		db.gc.ledger.Loaded(uint64(pid), c)
+	}
+}
+
+func (db *DB) gcStats() GCStats {
+	if db.gc.coll == nil {
+		return GCStats{}
+	}
+	s := db.gc.coll.Stats()
+	out := GCStats{
+		FilesRewritten: s.FilesRewritten,
+		FilesRetired:   s.FilesRetired,
+		FilesDeleted:   s.FilesDeleted,
+		BytesWritten:   s.BytesWritten,
+		DataBytes:      s.DataBytes,
+		LiveBytes:      s.LiveBytes,
+		Rounds:         s.Rounds,
+	}
+	if s.BytesDeleted > s.BytesWritten {
+		out.BytesReclaimed = s.BytesDeleted - s.BytesWritten
+	}
+	if s.LiveBytes > 0 {
+		out.SpaceAmplification = float64(s.DataBytes) / float64(s.LiveBytes)
+	}
+	return out
+}
+
+// dataPath returns the path of data file id.
+func (db *DB) dataPath(id manifest.FileID) string {
+	return filepath.Join(db.dir, checkpoint.DataFileName(id))
+}
+
+// readChain reads page pid's durable chain from head down to its base,
+// calling visit (if set) on each frame, newest first, and returns the
+// frames' addresses and sizes.
+func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)) (gc.Chain, error) {
+	var chain gc.Chain
+	for a := head; ; {
+		fr, name, err := db.readFrame(a)
+		if err != nil {
+			return nil, db.readErr(err)
+		}
+		if fr.PID != uint64(pid) {
+			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("frame %d belongs to page %d, not %d", a, fr.PID, pid)}
+		}
+		chain = append(chain, gc.Extent{Addr: a, Size: uint32(fr.Size())})
+		if visit != nil {
+			visit(fr)
+		}
+		if fr.Base != nil {
+			return chain, nil
+		}
+		if fr.Link == 0 || fr.Link >= a {
+			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("delta frame %d links to %d", a, fr.Link)}
+		}
+		a = fr.Link
+	}
+}
+
+// readFrame reads the frame at address a from the data file the manifest
+// maps it to, and returns it with the file's name. If a GC rewrite
+// retired that file in between (the handle is refused, or the file is
+// already unlinked), it re-reads the map, which then names the rewrite's
+// output, and retries.
+func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
+	for attempt := 0; ; attempt++ {
+		id, ok := db.man.FileOf(a)
+		if !ok {
+			return nil, "", &CorruptionError{File: db.dir, Offset: int64(a), Reason: fmt.Sprintf("no data file holds address %d", a)}
+		}
+		cf, err := db.files.acquire(db, id)
+		if err == nil {
+			fr, err := cf.f.ReadFrame(a)
+			name := cf.f.Name()
+			db.files.release(id, cf)
+			return fr, name, err
+		}
+		if attempt < readRetries && (errors.Is(err, errFileRetired) || errors.Is(err, fs.ErrNotExist)) {
+			if now, ok := db.man.FileOf(a); ok && now != id {
+				continue
+			}
+		}
+		return nil, "", err
+	}
+}
+
+// fileCache holds the open data files. A reader holds a handle for one
+// frame read (acquire, release); a retired file gets no new handle and is
+// closed by whoever drops its last one, so the GC unlinks it only once no
+// reader can still be inside it.
+type fileCache struct {
+	mu sync.Mutex
+	// open maps a file to its handle. Guarded by mu.
+	open map[manifest.FileID]*cachedFile
+	// retired maps a retired file to a channel closed once its handle is
+	// closed. Guarded by mu.
+	retired map[manifest.FileID]chan struct{}
+}
+
+type cachedFile struct {
+	f    *pool.File
+	refs int // guarded by fileCache.mu
+}
+
+// acquire returns a handle on file id, opening it on first use. The caller
+// must release it.
+func (c *fileCache) acquire(db *DB, id manifest.FileID) (*cachedFile, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.retired[id]; ok {
+		return nil, fmt.Errorf("bwkv: data file %d: %w", id, errFileRetired)
+	}
+	if cf := c.open[id]; cf != nil {
+		cf.refs++
+		return cf, nil
+	}
+	name := db.dataPath(id)
+	vf, err := db.fs.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("bwkv: open data file %s: %w", name, err)
+	}
+	f, err := pool.OpenFile(vf, name)
+	if err != nil {
+		vf.Close()
+		return nil, err
+	}
+	if c.open == nil {
+		c.open = map[manifest.FileID]*cachedFile{}
+	}
+	cf := &cachedFile{f: f, refs: 1}
+	c.open[id] = cf
+	return cf, nil
+}
+
+// release drops a handle; the last one of a retired file closes it.
+func (c *fileCache) release(id manifest.FileID, cf *cachedFile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cf.refs--
+	if ch, ok := c.retired[id]; ok && cf.refs == 0 && c.open[id] == cf {
+		cf.f.Close()
+		delete(c.open, id)
+		close(ch)
+	}
+}
+
+// retire refuses new handles on file id and returns a channel closed once
+// the file is closed (at once if no reader holds it).
+func (c *fileCache) retire(id manifest.FileID) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.retired[id]; ok {
+		return ch
+	}
+	if c.retired == nil {
+		c.retired = map[manifest.FileID]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	c.retired[id] = ch
+	cf := c.open[id]
+	if cf == nil || cf.refs == 0 {
+		if cf != nil {
+			cf.f.Close()
+			delete(c.open, id)
+		}
+		close(ch)
+	}
+	return ch
+}
+
+// forget drops the retirement of an unlinked file (a late open finds no
+// file and re-reads the map).
+func (c *fileCache) forget(id manifest.FileID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.retired, id)
+}
+
+// closeAll closes every open file (Close, after background work stopped).
+func (c *fileCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, cf := range c.open {
+		cf.f.Close()
+		delete(c.open, id)
+	}
+}
+
+// gcFiles is the collector's view of the cache (gc.Files).
+type gcFiles struct{ db *DB }
+
+func (g gcFiles) Addrs(id manifest.FileID) ([]uint64, error) {
+	cf, err := g.db.files.acquire(g.db, id)
+	if err != nil {
+		return nil, err
+	}
+	defer g.db.files.release(id, cf)
+	return cf.f.Addrs(), nil
+}
+
+func (g gcFiles) ReadFrom(id manifest.FileID, addr uint64) (*delta.Frame, error) {
+	cf, err := g.db.files.acquire(g.db, id)
+	if err != nil {
+		return nil, err
+	}
+	defer g.db.files.release(id, cf)
+	return cf.f.ReadFrame(addr)
+}
+
+func (g gcFiles) Retire(id manifest.FileID) <-chan struct{} { return g.db.files.retire(id) }
+
+func (g gcFiles) Deleted(id manifest.FileID) { g.db.files.forget(id) }

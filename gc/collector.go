@@ -1,0 +1,473 @@
+package gc
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/manifest"
+	"github.com/bwkv/bwkv/pool"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+// Files is the engine's data-file cache, as the collector needs it.
+type Files interface {
+	// Addrs returns the frame addresses of file id, ascending.
+	Addrs(id manifest.FileID) ([]uint64, error)
+	// ReadFrom reads the frame at addr from file id.
+	ReadFrom(id manifest.FileID, addr uint64) (*delta.Frame, error)
+	// Retire stops handing out file id to new readers and returns a
+	// channel closed once no reader holds it (the file is then closed).
+	Retire(id manifest.FileID) <-chan struct{}
+	// Deleted says file id is unlinked: its retirement can be forgotten.
+	Deleted(id manifest.FileID)
+}
+
+// Env is what the collector needs of the engine.
+type Env struct {
+	FS       vfs.FS
+	Dir      string
+	Manifest *manifest.Manifest
+	Ledger   *Ledger
+	Files    Files
+	// Path returns the path of data file id.
+	Path func(manifest.FileID) string
+	// Writing, if set, holds the id of the file a rewrite is writing
+	// while it is staged and not yet registered (Check does not call it
+	// an orphan).
+	Writing *atomic.Uint64
+	// Stop, when closed, ends a round between rewrites.
+	Stop <-chan struct{}
+	// Yield, if set, is asked between rewrites whether to end the round
+	// early (more work is then reported): the engine's checkpoint is due.
+	Yield func() bool
+	// DrainWait bounds how long a deletion waits for the readers of a
+	// retired file; the deletion is retried next round after that.
+	DrainWait time.Duration
+	// Verify (tests) cross-checks the bookkeeping at every rewrite: each
+	// stored chain against the chain read from disk, and each victim's
+	// accounted live bytes against the live bytes the liveness check
+	// measured. A mismatch fails the round.
+	Verify bool
+}
+
+// Stats are the collector's counters since Open. Safe to read
+// concurrently with a round.
+type Stats struct {
+	// Rounds counts collection rounds; Rewrites counts output files.
+	Rounds, Rewrites uint64
+	// FilesRewritten counts victims whose live frames were copied;
+	// FilesRetired victims retired with nothing live; FilesDeleted
+	// retired files unlinked.
+	FilesRewritten, FilesRetired, FilesDeleted uint64
+	// BytesRead are victim bytes read; BytesWritten bytes of output
+	// files; BytesDeleted bytes of the files unlinked. BytesDeleted minus
+	// BytesWritten is the space reclaimed.
+	BytesRead, BytesWritten, BytesDeleted uint64
+	// DataBytes and LiveBytes are the registered data files' total and
+	// live frame bytes as the manifest accounts them (after the last
+	// round or publish).
+	DataBytes, LiveBytes int64
+}
+
+// Collector runs collection rounds. A round must not run concurrently
+// with another round or with any other manifest commit (the engine runs
+// both in its one checkpointer goroutine), so the manifest state it reads
+// at the start stays the durable state throughout.
+type Collector struct {
+	env    *Env
+	policy Policy
+	// skip holds victims whose frames could not be read (corruption):
+	// they are not chosen again in this process. Checkpointer goroutine
+	// only.
+	skip map[manifest.FileID]bool
+	// unrecorded holds retired files already unlinked whose deletion no
+	// commit has recorded yet: the collector's next commit carries them
+	// (DeletedFiles), saving a commit and its fsync per round.
+	// Checkpointer goroutine only.
+	unrecorded []manifest.FileID
+
+	rounds, rewrites, rewritten, retired, deleted atomic.Uint64
+	read, written, deletedBytes                   atomic.Uint64
+	dataBytes, liveBytes                          atomic.Int64
+}
+
+// New returns a collector with policy p.
+func New(env *Env, p Policy) *Collector {
+	return &Collector{env: env, policy: p, skip: map[manifest.FileID]bool{}}
+}
+
+// Stats returns the counters.
+func (c *Collector) Stats() Stats {
+	return Stats{
+		Rounds: c.rounds.Load(), Rewrites: c.rewrites.Load(),
+		FilesRewritten: c.rewritten.Load(), FilesRetired: c.retired.Load(), FilesDeleted: c.deleted.Load(),
+		BytesRead: c.read.Load(), BytesWritten: c.written.Load(), BytesDeleted: c.deletedBytes.Load(),
+		DataBytes: c.dataBytes.Load(), LiveBytes: c.liveBytes.Load(),
+	}
+}
+
+// observe records the accounting totals of files.
+func (c *Collector) observe(files []manifest.FileMeta) {
+	var total, live int64
+	for _, f := range files {
+		total += f.Total
+		live += f.Live
+	}
+	c.dataBytes.Store(total)
+	c.liveBytes.Store(live)
+}
+
+// Round runs one collection round: it clears a stage mark a crash left,
+// finishes pending deletions, then collects the victims the policy
+// chooses, one rewrite per batch. more reports that work remains (the
+// byte budget ran out, or a retired file still had readers). An error
+// leaves the database consistent: every step is crash safe, so a failed
+// one is a crash the next round (or Open) recovers from.
+func (c *Collector) Round() (more bool, err error) {
+	c.rounds.Add(1)
+	// A look at the files first: most rounds find nothing to do, and
+	// then skip the O(pages) copy of the state.
+	files, pending, stage := c.env.Manifest.Files()
+	c.observe(files)
+	victims := Choose(files, c.policy, func(id manifest.FileID) bool { return c.skip[id] })
+	if stage == manifest.NoFile && len(pending) == len(c.unrecorded) && len(victims) == 0 {
+		return false, nil
+	}
+	st := c.env.Manifest.State()
+	defer func() { c.observe(st.FileList()) }()
+	if st.StageFile != manifest.NoFile {
+		if err := c.clearStage(st, st.StageFile); err != nil {
+			return false, err
+		}
+	}
+	if len(st.PendingDeletes) > len(c.unrecorded) {
+		var ids []manifest.FileID
+		for _, id := range slices.Sorted(maps.Keys(st.PendingDeletes)) {
+			if !slices.Contains(c.unrecorded, id) {
+				ids = append(ids, id)
+			}
+		}
+		left, err := c.deleteFiles(ids)
+		if err != nil {
+			return false, err
+		}
+		more = left > 0
+	}
+	var read int64
+	for i, batch := range Batches(victims, c.policy) {
+		select {
+		case <-c.env.Stop:
+			return true, nil
+		default:
+		}
+		if i > 0 && c.env.Yield != nil && c.env.Yield() {
+			return true, nil
+		}
+		left, err := c.collect(st, batch)
+		if err != nil {
+			return more, err
+		}
+		more = more || left > 0
+		for _, v := range batch {
+			read += v.Total
+		}
+	}
+	// The budget was spent: another round may find more.
+	more = more || (len(victims) > 0 && read >= c.policy.RoundBytes)
+	return more, nil
+}
+
+// commit makes e durable, with the unlinked files' deletions, and applies
+// it to st, the round's copy of the manifest state.
+func (c *Collector) commit(st *manifest.State, e *manifest.Edit) error {
+	e.DeletedFiles = c.unrecorded
+	if err := c.env.Manifest.Commit(e); err != nil {
+		return err
+	}
+	if err := st.Apply(e); err != nil {
+		panic("gc: an edit the manifest accepted does not apply to the round's copy of its state: " + err.Error())
+	}
+	for _, id := range c.unrecorded {
+		c.env.Files.Deleted(id)
+	}
+	c.unrecorded = nil
+	return nil
+}
+
+// clearStage clears the stage mark of a file that was never registered (a
+// crash or failure between the stage mark and the remap commit), then
+// removes the file. The commit comes first: if the remap commit's outcome
+// is in doubt (its fsync failed), the manifest refuses every later commit
+// and the file must stay, since the next Open may find it registered. A
+// crash after the commit leaves a file no manifest names, which Open
+// deletes.
+func (c *Collector) clearStage(st *manifest.State, id manifest.FileID) error {
+	if err := c.commit(st, &manifest.Edit{Has: manifest.HasStageFile, StageFile: manifest.NoFile}); err != nil {
+		return fmt.Errorf("gc: clear stage mark: %w", err)
+	}
+	if c.env.Writing != nil {
+		c.env.Writing.Store(0)
+	}
+	if err := c.env.FS.Remove(c.env.Path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("gc: remove staged file %d: %w", id, err)
+	}
+	return nil
+}
+
+// frameAt is one victim frame.
+type frameAt struct {
+	addr uint64
+	file manifest.FileID
+}
+
+// liveness decides, definitively, which frames of the victims are live: a
+// frame is live iff its page has a head in st and the chain from that
+// head reaches it. A page whose chain cannot be read keeps all its frames
+// (copying junk is harmless; dropping a live frame is not). A victim
+// frame that cannot be read fails the batch.
+func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (live []frameAt, liveBytes int64, err error) {
+	var all []frameAt
+	for _, v := range victims {
+		addrs, err := c.env.Files.Addrs(v.ID)
+		if err != nil {
+			return nil, 0, fmt.Errorf("gc: list frames of file %d: %w", v.ID, err)
+		}
+		for _, a := range addrs {
+			all = append(all, frameAt{a, v.ID})
+		}
+	}
+	slices.SortFunc(all, func(a, b frameAt) int { return cmp.Compare(a.addr, b.addr) })
+	type known struct {
+		chain Chain
+		ok    bool
+	}
+	chains := map[uint64]known{}
+	measured := map[manifest.FileID]int64{}
+	for _, f := range all {
+		fr, err := c.env.Files.ReadFrom(f.file, f.addr)
+		if err != nil {
+			return nil, 0, &victimError{file: f.file, err: err}
+		}
+		head, ok := st.Pages[fr.PID]
+		if !ok || head < f.addr {
+			continue // page removed, or the frame is newer than its head: never reached
+		}
+		k, seen := chains[fr.PID]
+		if !seen {
+			if c.env.Verify {
+				if err := c.env.Ledger.verify(fr.PID, head); err != nil {
+					return nil, 0, err
+				}
+			}
+			ch, err := c.env.Ledger.Chain(fr.PID, head)
+			k = known{ch, err == nil}
+			chains[fr.PID] = k
+		}
+		if !k.ok || k.chain.Contains(f.addr) {
+			live = append(live, f)
+			liveBytes += int64(fr.Size())
+			measured[f.file] += int64(fr.Size())
+		}
+	}
+	if c.env.Verify {
+		for _, v := range victims {
+			if measured[v.ID] != v.Live {
+				return nil, 0, fmt.Errorf("gc: verify: file %d accounts %d live bytes, the liveness check finds %d", v.ID, v.Live, measured[v.ID])
+			}
+		}
+	}
+	return live, liveBytes, nil
+}
+
+// victimError is a victim frame that could not be read.
+type victimError struct {
+	file manifest.FileID
+	err  error
+}
+
+func (e *victimError) Error() string {
+	return fmt.Sprintf("gc: read victim file %d: %v", e.file, e.err)
+}
+
+func (e *victimError) Unwrap() error { return e.err }
+
+// collect rewrites one batch of victims: their live frames go to one new
+// file, then one manifest commit remaps their ranges and retires them, and
+// they are deleted. A batch with nothing live is only retired. left counts
+// victims whose deletion waits for readers.
+func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (left int, err error) {
+	live, _, err := c.liveness(st, victims)
+	if err != nil {
+		var ve *victimError
+		if errors.As(err, &ve) && errors.Is(err, pool.ErrCorruption) {
+			c.skip[ve.file] = true // do not trip over it every round
+		}
+		return 0, err
+	}
+	for _, v := range victims {
+		c.read.Add(uint64(v.Total))
+	}
+	hasLive := map[manifest.FileID]bool{}
+	for _, f := range live {
+		hasLive[f.file] = true
+	}
+	ids := make([]manifest.FileID, len(victims))
+	for i, v := range victims {
+		ids[i] = v.ID
+	}
+	edit := &manifest.Edit{PendingDeletes: ids}
+	for _, v := range victims {
+		edit.RemoveRanges = append(edit.RemoveRanges, st.RangesOf(v.ID)...)
+	}
+	slices.SortFunc(edit.RemoveRanges, func(a, b manifest.Range) int { return cmp.Compare(a.Lo, b.Lo) })
+	if len(live) == 0 {
+		if err := c.commit(st, edit); err != nil {
+			return 0, fmt.Errorf("gc: retire files %v: %w", ids, err)
+		}
+		c.retired.Add(uint64(len(victims)))
+		return c.deleteFiles(ids)
+	}
+
+	// Stage the new file's id: Open deletes a staged file no range names.
+	out := st.NextFileID
+	if err := c.commit(st, &manifest.Edit{Has: manifest.HasNextFileID | manifest.HasStageFile, NextFileID: out + 1, StageFile: out}); err != nil {
+		return 0, fmt.Errorf("gc: stage file %d: %w", out, err)
+	}
+	if c.env.Writing != nil {
+		c.env.Writing.Store(uint64(out))
+	}
+	failpoints.Hit(failpoints.GCAfterStageMarker)
+	info, err := c.write(out, live)
+	if err != nil {
+		if cerr := c.clearStage(st, out); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		var ve *victimError
+		if errors.As(err, &ve) && errors.Is(err, pool.ErrCorruption) {
+			c.skip[ve.file] = true
+		}
+		return 0, err
+	}
+	failpoints.Hit(failpoints.GCAfterDataDirSync)
+
+	// One commit: register the new file (clearing the stage mark), remap
+	// the ranges of the victims that had live frames, retire the victims.
+	edit.Has |= manifest.HasStageFile
+	edit.StageFile = manifest.NoFile
+	edit.AddFiles = []manifest.FileMeta{{ID: out, Total: info.FrameBytes, Live: info.FrameBytes}}
+	for _, r := range edit.RemoveRanges {
+		if hasLive[r.File] {
+			edit.AddRanges = appendRange(edit.AddRanges, manifest.Range{Lo: r.Lo, Hi: r.Hi, File: out})
+		}
+	}
+	failpoints.Hit(failpoints.GCBeforeMetaCommit)
+	if err := c.commit(st, edit); err != nil {
+		// In doubt: the manifest is failed, the stage mark may or may
+		// not be cleared; Open settles it either way.
+		return 0, fmt.Errorf("gc: commit rewrite into file %d: %w", out, err)
+	}
+	if c.env.Writing != nil {
+		c.env.Writing.Store(0)
+	}
+	failpoints.Hit(failpoints.GCAfterMetaCommit)
+	c.rewrites.Add(1)
+	c.written.Add(uint64(info.Size))
+	for _, v := range victims {
+		if hasLive[v.ID] {
+			c.rewritten.Add(1)
+		} else {
+			c.retired.Add(1)
+		}
+	}
+	return c.deleteFiles(ids)
+}
+
+// appendRange appends r to rs (sorted, r.Lo above every range), merging
+// it into the last range when they touch and name the same file.
+func appendRange(rs []manifest.Range, r manifest.Range) []manifest.Range {
+	if n := len(rs); n > 0 && rs[n-1].Hi == r.Lo && rs[n-1].File == r.File {
+		rs[n-1].Hi = r.Hi
+		return rs
+	}
+	return append(rs, r)
+}
+
+// write copies the live frames, in ascending address order, into data file
+// id: frames, table and footer, fsync of the file and of the directory.
+func (c *Collector) write(id manifest.FileID, live []frameAt) (pool.FileInfo, error) {
+	name := c.env.Path(id)
+	f, err := c.env.FS.Create(name)
+	if err != nil {
+		return pool.FileInfo{}, fmt.Errorf("gc: create %s: %w", name, err)
+	}
+	defer f.Close()
+	w := pool.NewFileWriter(f)
+	for _, fa := range live {
+		fr, err := c.env.Files.ReadFrom(fa.file, fa.addr)
+		if err != nil {
+			return pool.FileInfo{}, &victimError{file: fa.file, err: err}
+		}
+		if err := w.Add(fr); err != nil {
+			return pool.FileInfo{}, fmt.Errorf("gc: write %s: %w", name, err)
+		}
+	}
+	info, err := w.Finish()
+	if err != nil {
+		return pool.FileInfo{}, fmt.Errorf("gc: write %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return pool.FileInfo{}, fmt.Errorf("gc: sync %s: %w", name, err)
+	}
+	if err := c.env.FS.SyncDir(c.env.Dir); err != nil {
+		return pool.FileInfo{}, fmt.Errorf("gc: sync dir %s: %w", c.env.Dir, err)
+	}
+	return info, nil
+}
+
+// deleteFiles unlinks retired files once no reader holds them; the next
+// commit records the deletions. A file whose readers do not finish within
+// DrainWait stays pending (left counts them) for the next round; Open
+// deletes pending files too. The unlinks are not made durable before the
+// record: a file that reappears after a power loss is named by nothing,
+// and Open deletes it.
+func (c *Collector) deleteFiles(ids []manifest.FileID) (left int, err error) {
+	var deadline <-chan time.Time
+	if c.env.DrainWait > 0 {
+		t := time.NewTimer(c.env.DrainWait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for _, id := range ids {
+		closed := c.env.Files.Retire(id)
+		select {
+		case <-closed:
+		case <-deadline:
+			left++
+			continue
+		case <-c.env.Stop:
+			left++
+			continue
+		}
+		name := c.env.Path(id)
+		var size int64
+		if fi, err := c.env.FS.Stat(name); err == nil {
+			size = fi.Size()
+		}
+		failpoints.Hit(failpoints.GCDeleteObsolete)
+		if err := c.env.FS.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return left, fmt.Errorf("gc: delete %s: %w", name, err)
+		}
+		c.deletedBytes.Add(uint64(size))
+		c.deleted.Add(1)
+		c.unrecorded = append(c.unrecorded, id)
+	}
+	return left, nil
+}

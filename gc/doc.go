@@ -1,0 +1,78 @@
+// Package gc is bwkv's data-file garbage collector (DESIGN §8): junk
+// accounting, victim choice, the crash-safe rewrite and file deletion.
+//
+// Internal to bwkv; no API stability promise.
+//
+// # Junk accounting, decided at the event
+//
+// Every data file carries total and live frame bytes in the manifest
+// (FileMeta). A frame becomes junk when a durable newer state of its page
+// no longer reaches it. The Ledger keeps, per page touched since Open, the
+// page's durable chain (address and encoded size of each frame from the
+// page-table head down to the base); the checkpointer fills it with what
+// it writes and the page loader with what it reads. When a checkpoint
+// publishes a page, the page's new durable chain is the frames it writes
+// followed by the old chain from the newest durable frame the state still
+// reaches (Change.Keep): a new base makes the whole old chain junk, new
+// deltas on top make nothing junk, a removed page makes its whole chain
+// junk. The junk is attributed to files through the manifest's address
+// map at the time of the commit, and the files' new live bytes go into
+// the checkpoint's own manifest edit (FileStats): accounting and publish
+// are one atomic commit. The work is O(frames written + frames made junk)
+// per dirty page, in the checkpointer; nothing runs per write. A stored
+// chain is trusted only when its head is the head the manifest holds;
+// otherwise the chain is read from disk.
+//
+// Accounting only chooses victims; it is never trusted to delete data.
+// Live bytes are clamped at zero, and a page whose old chain cannot be
+// read contributes no junk.
+//
+// # Liveness, decided at the rewrite
+//
+// A victim's frame is live iff its page has a head in the manifest's page
+// table and the chain from that head, following links, reaches the frame.
+// Every disk read of a page starts at that head (the page table is
+// initialised from it at Open, and a page whose head changes is in
+// memory), so a frame no chain reaches is never read again. A page whose
+// chain cannot be read keeps every frame (copying junk is harmless).
+//
+// # Victims
+//
+// Choose takes, in ascending live ratio, files with nothing live, files
+// below Policy.LiveRatio, and, while the data files' total bytes exceed
+// Policy.SpaceAmp times their live bytes, the least-live files below
+// MaxVictimRatio, within a per-round byte budget. Batches groups victims
+// so that one rewrite copies at most about Policy.FileBytes of live data.
+//
+// # The rewrite protocol (crash safety)
+//
+//  1. Stage: one commit raises NextFileID past the new id and sets the
+//     stage mark on it (failpoint gc_rewrite_after_stage_marker). From
+//     here a crash leaves a staged, unregistered file (or none): Open
+//     deletes every data file the manifest does not register, and the
+//     next round clears the mark.
+//  2. Write the live frames with their logical addresses (frames are
+//     immutable, so they are copied as they are), fsync the file, fsync
+//     the directory (gc_rewrite_after_data_dir_sync).
+//  3. One commit registers the new file (clearing the mark), remaps the
+//     victims' address ranges to it and retires the victims as pending
+//     deletes (gc_rewrite_before_meta_commit, gc_rewrite_after_meta_commit).
+//     Before it, readers resolve every address to the victims, which are
+//     intact; after it, to the new file, which is durable. A crash on
+//     either side of the commit leaves one consistent map.
+//  4. Delete: once no reader holds a victim (reference-counted handles in
+//     the engine's cache), unlink it (gc_delete_obsolete), fsync the
+//     directory and commit DeletedFiles. A crash before that commit
+//     leaves pending deletes, which Open completes and the next round
+//     records; a reader that resolved an address before step 3 and finds
+//     the victim gone re-reads the map and retries.
+//
+// A batch with nothing live skips steps 1-2: one commit removes the
+// victims' ranges and retires them, then step 4.
+//
+// A round runs in the engine's checkpointer goroutine right after a
+// publish, so no other manifest commit interleaves with it and the state
+// read at its start stays the durable state. A failed step returns an
+// error and changes nothing that a crash at the same point would not:
+// the engine counts it, logs it and retries in a later round.
+package gc

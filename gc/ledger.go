@@ -1,0 +1,240 @@
+package gc
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/puzpuzpuz/xsync/v3"
+
+	"github.com/bwkv/bwkv/manifest"
+)
+
+// Extent is one durable frame: its logical address and encoded size.
+type Extent struct {
+	Addr uint64
+	Size uint32
+}
+
+// Chain is a page's durable frames from its newest (the page-table head)
+// to its base, following the frames' links: addresses strictly descend.
+// A Chain stored in a Ledger is never modified.
+type Chain []Extent
+
+// Head returns the chain's newest address (0 for an empty chain).
+func (c Chain) Head() uint64 {
+	if len(c) == 0 {
+		return 0
+	}
+	return c[0].Addr
+}
+
+// Contains reports whether the chain holds address a, in O(log n).
+func (c Chain) Contains(a uint64) bool {
+	_, ok := c.index(a)
+	return ok
+}
+
+func (c Chain) index(a uint64) (int, bool) {
+	return slices.BinarySearchFunc(c, a, func(e Extent, a uint64) int {
+		switch {
+		case e.Addr > a: // descending order
+			return -1
+		case e.Addr < a:
+			return 1
+		}
+		return 0
+	})
+}
+
+// Change is one page's new durable state, as a checkpoint publishes it.
+type Change struct {
+	PID uint64
+	// Written are the frames the checkpoint writes for the page, newest
+	// first; every address is above every durable one.
+	Written Chain
+	// Keep is the newest already-durable frame the new state still
+	// reaches (0: none, the state's base is new). The new durable chain
+	// is Written followed by the old chain from Keep down.
+	Keep uint64
+	// Removed: the page is gone (a merge); its whole chain is junk.
+	Removed bool
+}
+
+// Ledger keeps each page's durable chain, as far as it is known, and turns
+// checkpoint publishes into junk accounting (DESIGN §8): a frame becomes
+// junk when a durable newer state of its page no longer reaches it.
+//
+// The chains come from two places: the checkpointer, which knows what it
+// writes (Plan, Apply), and the page loader, which knows what it read
+// (Loaded). Memory: one small slice per page touched since Open (at most
+// a delta chain's length of 12-byte extents).
+//
+// Safe for concurrent use: Loaded may race with Plan and Apply. A stored
+// chain is trusted only when its head equals the page's head in the
+// manifest state being planned against; otherwise the Ledger reads the
+// chain from disk (Walk), so a racing or stale Loaded never skews the
+// accounting.
+type Ledger struct {
+	chains *xsync.MapOf[uint64, Chain]
+	// Walk reads a page's durable chain from disk, starting at head. It
+	// is called by Plan and by the collector's liveness check, never by
+	// Loaded.
+	walk func(pid, head uint64) (Chain, error)
+}
+
+// NewLedger returns an empty Ledger that reads unknown chains with walk.
+func NewLedger(walk func(pid, head uint64) (Chain, error)) *Ledger {
+	return &Ledger{chains: xsync.NewMapOf[uint64, Chain](), walk: walk}
+}
+
+// Loaded records the chain the page loader just read for pid (the hook
+// from the root's loadPage). O(1); c must not be modified afterwards.
+func (l *Ledger) Loaded(pid uint64, c Chain) {
+	if len(c) > 0 {
+		l.chains.Store(pid, c)
+	}
+}
+
+// Chain returns pid's durable chain given its head in the manifest: the
+// stored one if its head matches, else the one read from disk (and then
+// stored). ok is false when the chain cannot be read.
+func (l *Ledger) Chain(pid, head uint64) (Chain, error) {
+	if c, ok := l.chains.Load(pid); ok && c.Head() == head {
+		return c, nil
+	}
+	c, err := l.walk(pid, head)
+	if err != nil {
+		return nil, err
+	}
+	l.chains.Store(pid, c)
+	return c, nil
+}
+
+// verify checks the stored chain of pid, if its head is head, against the
+// chain read from disk (Env.Verify).
+func (l *Ledger) verify(pid, head uint64) error {
+	c, ok := l.chains.Load(pid)
+	if !ok || c.Head() != head {
+		return nil
+	}
+	disk, err := l.walk(pid, head)
+	if err != nil {
+		return fmt.Errorf("gc: verify page %d: %w", pid, err)
+	}
+	if !slices.Equal(c, disk) {
+		return fmt.Errorf("gc: verify page %d: ledger chain %v, disk chain %v", pid, c, disk)
+	}
+	return nil
+}
+
+// Len returns the number of pages whose chain the Ledger holds.
+func (l *Ledger) Len() int { return l.chains.Size() }
+
+// Plan is the accounting of one checkpoint publish, computed before its
+// manifest commit and applied to the Ledger after it.
+type Plan struct {
+	// FileStats are the new accounting of the files that got junk, for
+	// the publish's manifest edit.
+	FileStats []manifest.FileMeta
+	// Junk is the number of bytes that became junk.
+	Junk int64
+	// Unknown counts pages whose old chain could not be read: their junk
+	// is not counted (a rewrite's liveness check stays exact).
+	Unknown int
+
+	chains  map[uint64]Chain // new chains (nil: forget the page)
+	removed []uint64
+}
+
+// Plan computes which durable frames the changes make junk, attributing
+// each to its file through st's address map (st is the manifest state the
+// publish commits against), and the files' new live bytes. It reads a
+// chain from disk only when the Ledger does not hold the page's current
+// one. Live bytes never go below zero: accounting only chooses victims,
+// the collector decides liveness itself.
+func (l *Ledger) Plan(changes []Change, st *manifest.State) *Plan {
+	p := &Plan{chains: make(map[uint64]Chain, len(changes))}
+	junk := map[manifest.FileID]int64{}
+	for _, ch := range changes {
+		var old Chain
+		known := true
+		if head, ok := st.Pages[ch.PID]; ok {
+			c, err := l.Chain(ch.PID, head)
+			if err != nil {
+				known = false
+			}
+			old = c
+		}
+		dead, next := diff(old, ch, known)
+		if !known {
+			p.Unknown++
+		}
+		for _, e := range dead {
+			if id, ok := st.FileOf(e.Addr); ok {
+				junk[id] += int64(e.Size)
+				p.Junk += int64(e.Size)
+			}
+		}
+		if ch.Removed {
+			p.removed = append(p.removed, ch.PID)
+		} else {
+			p.chains[ch.PID] = next
+		}
+	}
+	for id, j := range junk {
+		f, ok := st.Files[id]
+		if !ok {
+			continue
+		}
+		f.Live = max(0, f.Live-j)
+		p.FileStats = append(p.FileStats, f)
+	}
+	slices.SortFunc(p.FileStats, func(a, b manifest.FileMeta) int { return cmp.Compare(a.ID, b.ID) })
+	return p
+}
+
+// diff returns the frames of old that ch makes junk and the page's new
+// chain (nil when it cannot be known). old is the page's durable chain
+// (nil for a page never durable); known is false when it could not be
+// read, and then nothing is called junk.
+func diff(old Chain, ch Change, known bool) (dead, next Chain) {
+	switch {
+	case ch.Removed:
+		if known {
+			dead = old
+		}
+		return dead, nil
+	case ch.Keep == 0:
+		if known {
+			dead = old
+		}
+		return dead, slices.Clone(ch.Written)
+	case !known:
+		return nil, nil
+	}
+	i, ok := old.index(ch.Keep)
+	if !ok {
+		// The state keeps a durable frame its old chain does not hold:
+		// impossible if the chains are right. Count nothing, forget the
+		// page (the next publish reads its chain from disk).
+		return nil, nil
+	}
+	next = make(Chain, 0, len(ch.Written)+len(old)-i)
+	next = append(append(next, ch.Written...), old[i:]...)
+	return old[:i], next
+}
+
+// Apply records a plan's new chains once its manifest commit is durable.
+func (l *Ledger) Apply(p *Plan) {
+	for pid, c := range p.chains {
+		if c == nil {
+			l.chains.Delete(pid)
+		} else {
+			l.chains.Store(pid, c)
+		}
+	}
+	for _, pid := range p.removed {
+		l.chains.Delete(pid)
+	}
+}

@@ -1,0 +1,102 @@
+package gc
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/bwkv/bwkv/manifest"
+)
+
+// Policy decides which data files a collection round takes.
+type Policy struct {
+	// LiveRatio: a file whose live bytes are below this fraction of its
+	// total is a victim.
+	LiveRatio float64
+	// SpaceAmp: while the data files' total bytes exceed this multiple of
+	// their live bytes, the least-live files are victims too, whatever
+	// their ratio (below MaxVictimRatio).
+	SpaceAmp float64
+	// RoundBytes bounds the victim bytes one round reads (at least one
+	// victim is always taken).
+	RoundBytes int64
+	// FileBytes bounds the live bytes one rewrite copies into its output
+	// file (at least one victim per rewrite).
+	FileBytes int64
+}
+
+// MaxVictimRatio: a file at least this live is never rewritten, whatever
+// the space amplification: copying it would reclaim almost nothing.
+const MaxVictimRatio = 0.9
+
+// ratio returns f's live fraction (0 for an empty file: nothing to keep).
+func ratio(f manifest.FileMeta) float64 {
+	if f.Total <= 0 {
+		return 0
+	}
+	return float64(f.Live) / float64(f.Total)
+}
+
+// Choose returns the victims of one round in the order to collect them:
+// files with nothing live first, then by ascending live ratio (older
+// files first among equals), while the round's byte budget lasts. A file
+// is a victim when nothing in it is live, when its ratio is below
+// LiveRatio, or when the space amplification of what would remain after
+// the victims so far is still above SpaceAmp (and the file is below
+// MaxVictimRatio). skip excludes files (nil: none). O(files log files).
+func Choose(files []manifest.FileMeta, p Policy, skip func(manifest.FileID) bool) []manifest.FileMeta {
+	cand := make([]manifest.FileMeta, 0, len(files))
+	var total, live int64
+	for _, f := range files {
+		total += f.Total
+		live += f.Live
+		if skip == nil || !skip(f.ID) {
+			cand = append(cand, f)
+		}
+	}
+	slices.SortFunc(cand, func(a, b manifest.FileMeta) int {
+		ra, rb := ratio(a), ratio(b)
+		switch {
+		case ra < rb:
+			return -1
+		case ra > rb:
+			return 1
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	var out []manifest.FileMeta
+	var read int64
+	for _, f := range cand {
+		if len(out) > 0 && read+f.Total > p.RoundBytes {
+			break
+		}
+		r := ratio(f)
+		amp := float64(total) / float64(max(live, 1))
+		if !(f.Live == 0 || r < p.LiveRatio || (amp > p.SpaceAmp && r < MaxVictimRatio)) {
+			break // sorted by ratio: no later file qualifies by ratio either
+		}
+		out = append(out, f)
+		read += f.Total
+		total -= f.Total - f.Live // a rewrite keeps only the live bytes
+	}
+	return out
+}
+
+// Batches splits victims (as Choose orders them) into rewrites: each
+// batch's live bytes stay within FileBytes, except a batch of one victim.
+func Batches(victims []manifest.FileMeta, p Policy) [][]manifest.FileMeta {
+	var out [][]manifest.FileMeta
+	var cur []manifest.FileMeta
+	var live int64
+	for _, f := range victims {
+		if len(cur) > 0 && live+f.Live > p.FileBytes {
+			out = append(out, cur)
+			cur, live = nil, 0
+		}
+		cur = append(cur, f)
+		live += f.Live
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}

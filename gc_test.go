@@ -1,0 +1,414 @@
+package bwkv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+// gcOpts are small files and checkpoints, so that a few thousand updates
+// make many data files and the GC has work.
+func gcOpts() *bwkv.Options {
+	return &bwkv.Options{
+		Durability:      bwkv.DurabilityRelaxed,
+		CheckpointBytes: 64 << 10,
+		DataFileBytes:   128 << 10,
+		WALSegmentBytes: 64 << 10,
+		MaxValueSize:    4 << 10,
+		MaxKeySize:      1 << 10,
+	}
+}
+
+func gcKey(i int) string { return fmt.Sprintf("gc%05d", i) }
+
+// steadyUpdates overwrites random keys of a fixed set and returns the
+// latest value of each.
+func steadyUpdates(t *testing.T, db *bwkv.DB, keys, writes, valSize int, seed uint64, latest map[string]string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := 0; i < writes; i++ {
+		k := gcKey(rng.IntN(keys))
+		if i < keys && len(latest) < keys {
+			k = gcKey(i) // the first writes create every key
+		}
+		v := fmt.Sprintf("%s-%d-%s", k, i, strings.Repeat("v", valSize))
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		latest[k] = v
+	}
+}
+
+func checkLatest(t *testing.T, db *bwkv.DB, latest map[string]string) {
+	t.Helper()
+	for k, want := range latest {
+		got, err := db.Get([]byte(k))
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		if string(got) != want {
+			t.Fatalf("get %s = %.40q, want %.40q", k, got, want)
+		}
+	}
+	if err := db.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dataDirSize returns the bytes of the data files, the log and the
+// manifest under dir.
+func dataDirSize(t *testing.T, dir string) (data, total int64) {
+	t.Helper()
+	for name, sz := range listDir(t, dir) {
+		if strings.HasSuffix(name, ".data") {
+			data += sz
+		}
+		total += sz
+	}
+	return data, total
+}
+
+// TestGCSteadyUpdates: random overwrites of a fixed key set with small
+// checkpoints. Data files get rewritten and deleted, the directory stays
+// within about 1.5x the live data, every key reads its latest value, and
+// a reopen gives the same state.
+func TestGCSteadyUpdates(t *testing.T) {
+	const keys, valSize = 4000, 200
+	rounds := 12 // of 5000 writes
+	if testing.Short() {
+		rounds = 5
+	}
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := map[string]string{}
+	peak := 0.0 // directory / live bytes, sampled between rounds
+	for r := 0; r < rounds; r++ {
+		steadyUpdates(t, db, keys, 5000, valSize, uint64(r), latest)
+		if live := db.Stats().GC.LiveBytes; live > 0 && r > 0 {
+			_, total := dataDirSize(t, dir)
+			peak = max(peak, float64(total)/float64(live))
+		}
+	}
+	// Settle: one checkpoint, then GC rounds until nothing is due.
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	checkLatest(t, db, latest)
+	t.Logf("\n%s", st)
+	if st.GC.FilesRewritten == 0 || st.GC.FilesDeleted == 0 {
+		t.Fatalf("GC rewrote %d and deleted %d files, want both > 0", st.GC.FilesRewritten, st.GC.FilesDeleted)
+	}
+	if st.BackgroundErrors != 0 {
+		t.Fatalf("%d background errors", st.BackgroundErrors)
+	}
+	data, total := dataDirSize(t, dir)
+	live := st.GC.LiveBytes
+	amp := float64(total) / float64(live)
+	t.Logf("directory %d bytes (data files %d), live frame bytes %d: directory/live = %.2f, data/live = %.2f (accounted %.2f); during the run directory/live peaked at %.2f",
+		total, data, live, amp, float64(data)/float64(live), st.GC.SpaceAmplification, peak)
+	// GCSpaceAmp (1.25) bounds the data files; the log and the manifest
+	// add the rest. 1.6 leaves room for timing (the last checkpoint's log).
+	if amp > 1.6 {
+		t.Fatalf("directory is %.2fx the live data, want about 1.5x at most", amp)
+	}
+	db.Close()
+	db = reopenGC(t, dir)
+	checkLatest(t, db, latest)
+}
+
+// reopenGC opens dir with gcOpts; the DB closes with the test.
+func reopenGC(t *testing.T, dir string) *bwkv.DB {
+	t.Helper()
+	db, err := bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestGCConcurrentReaders: readers run while the GC rewrites the files
+// their pages live in; then a reopen reads every page from the rewritten
+// files.
+func TestGCConcurrentReaders(t *testing.T) {
+	const keys, valSize = 1500, 100
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := map[string]string{}
+	steadyUpdates(t, db, keys, 3*keys, valSize, 2, latest)
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	// Reopen: pages are on disk only. Readers load them while a writer
+	// of a disjoint key range makes checkpoints and GC rounds.
+	db, err = bwkv.Open(dir, gcOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 3))
+			for !stop.Load() {
+				k := gcKey(rng.IntN(keys))
+				got, err := db.Get([]byte(k))
+				if err != nil || string(got) != latest[k] {
+					errs <- fmt.Errorf("reader: get %s = %.30q, %v; want %.30q", k, got, err, latest[k])
+					return
+				}
+			}
+		}(r)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	other := map[string]string{}
+	for i := 0; i < 20_000; i++ {
+		k := fmt.Sprintf("other%04d", rng.IntN(1000))
+		v := fmt.Sprintf("%d-%s", i, strings.Repeat("w", valSize))
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		other[k] = v
+	}
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	t.Logf("GC: %+v", st.GC)
+	if st.GC.FilesRewritten+st.GC.FilesRetired == 0 {
+		t.Fatal("GC collected no file")
+	}
+	checkLatest(t, db, latest)
+	checkLatest(t, db, other)
+	if n := st.BackgroundErrors; n != 0 {
+		t.Fatalf("%d background errors", n)
+	}
+	db.Close()
+	db = reopenGC(t, dir)
+	checkLatest(t, db, latest)
+	checkLatest(t, db, other)
+	if n, _ := filepath.Glob(filepath.Join(dir, "*.data")); len(n) == 0 {
+		t.Fatal("no data files")
+	}
+}
+
+// gcMemOpts are durability_test's memOpts with an eager GC: every
+// DB.Checkpoint publishes and runs a round, and the checkpointer runs
+// only when asked (CheckpointBytes is large), so a run's operations are
+// the same each time.
+func gcMemOpts(fs vfs.FS) *bwkv.Options {
+	o := memOpts(fs)
+	o.GCLiveRatio = 0.9
+	o.GCSpaceAmp = 1
+	return o
+}
+
+// gcWorkload is seqWorkload with a checkpoint and a GC round every
+// fourth commit; onAck (if set) sees each acknowledged commit first.
+func gcWorkload(db *bwkv.DB, n int, onAck func(int)) seqRun {
+	return seqWorkload(db, n, func(acked int) {
+		if onAck != nil {
+			onAck(acked)
+		}
+		if acked%4 == 0 {
+			_ = db.Checkpoint() // an error shows in the next commit
+		}
+	})
+}
+
+// TestGCPowerLoss is TESTING.md layer 5 for a workload whose checkpoints
+// keep rewriting and deleting data files: a crash clone at every k-th
+// operation (keeping none, half or all unsynced data, torn last writes)
+// reopens to a prefix of the commits with no orphan file (I1, I4, I5),
+// recovers to the same state twice (I6), and then keeps writing and
+// collecting (a stage mark or pending deletes a crash left are settled).
+func TestGCPowerLoss(t *testing.T) {
+	const commits = 60
+	fs := vfs.NewMem()
+	db, err := bwkv.Open("db", gcMemOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := gcWorkload(db, commits, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	gcs := db.Stats().GC
+	db.Close()
+	if gcs.FilesRewritten == 0 || gcs.FilesDeleted == 0 {
+		t.Fatalf("the workload's GC rewrote %d and deleted %d files, want both > 0", gcs.FilesRewritten, gcs.FilesDeleted)
+	}
+	total := fs.Ops()
+	stride := max(1, total/400)
+	if testing.Short() {
+		stride = max(1, total/60)
+	}
+	checked := 0
+	for k := int64(1); k <= total; k += stride {
+		for _, keep := range []float64{0, 0.5, 1} {
+			what := fmt.Sprintf("power loss at op %d/%d (keep %.1f)", k, total, keep)
+			fs := vfs.NewMem()
+			var clone *vfs.MemFS
+			var ackedAtClone, acked int
+			fs.SetHook(func(op vfs.Op) {
+				if op.Index == k && clone == nil {
+					clone = fs.CrashClone(vfs.CrashOptions{KeepUnsynced: keep, TornLastWrite: true, Seed: k})
+					ackedAtClone = acked
+				}
+			})
+			db, err := bwkv.Open("db", gcMemOpts(fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := gcWorkload(db, commits, func(n int) { acked = n })
+			db.Close()
+			if r.err != nil {
+				t.Fatalf("%s: workload: %v", what, r.err)
+			}
+			if clone == nil {
+				continue
+			}
+			rdb, err := bwkv.Open("db", gcMemOpts(clone))
+			if err != nil {
+				if ackedAtClone == 0 && errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				t.Fatalf("%s: reopen: %v", what, err)
+			}
+			got := dbState(t, rdb)
+			checkPrefix(t, got, r, ackedAtClone, what)
+			if err := rdb.Check(context.Background()); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			rdb.Close()
+			rdb, err = bwkv.Open("db", gcMemOpts(clone))
+			if err != nil {
+				t.Fatalf("%s: second reopen: %v", what, err)
+			}
+			if got2 := dbState(t, rdb); fmt.Sprint(got2) != fmt.Sprint(got) {
+				t.Fatalf("%s: I6: %v then %v", what, got, got2)
+			}
+			// Life goes on: more commits, checkpoints and GC rounds.
+			for i := 0; i < 12; i++ {
+				k := fmt.Sprintf("key%02d", i)
+				if err := rdb.Put([]byte(k), []byte("after")); err != nil {
+					t.Fatalf("%s: put after reopen: %v", what, err)
+				}
+				got[k] = "after"
+				if i%4 == 3 {
+					if err := bwkv.CollectGarbage(rdb); err != nil {
+						t.Fatalf("%s: GC after reopen: %v", what, err)
+					}
+				}
+			}
+			if err := rdb.Check(context.Background()); err != nil {
+				t.Fatalf("%s: after more writes: %v", what, err)
+			}
+			if n := rdb.Stats().BackgroundErrors; n != 0 {
+				t.Fatalf("%s: %d background errors after reopen", what, n)
+			}
+			rdb.Close()
+			rdb, err = bwkv.Open("db", gcMemOpts(clone))
+			if err != nil {
+				t.Fatalf("%s: third reopen: %v", what, err)
+			}
+			if got3 := dbState(t, rdb); fmt.Sprint(got3) != fmt.Sprint(got) {
+				t.Fatalf("%s: state after more writes: %v, want %v", what, got3, got)
+			}
+			rdb.Close()
+			checked++
+		}
+	}
+	t.Logf("%d crash points over %d operations (stride %d); the full run's GC: %+v", checked, total, stride, gcs)
+}
+
+// TestGCIOErrors is TESTING.md layer 6 for the GC workload: the i-th file
+// operation fails (EIO, ENOSPC, short write). A failed checkpoint or GC
+// step is a background error, never corruption: commits go on unless the
+// log failed, and the directory reopens to the acknowledged state with no
+// orphan file.
+func TestGCIOErrors(t *testing.T) {
+	const commits = 40
+	fs := vfs.NewMem()
+	inj := vfs.NewInjector(fs)
+	db, err := bwkv.Open("db", gcMemOpts(inj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := gcWorkload(db, commits, nil); r.err != nil {
+		t.Fatal(r.err)
+	}
+	db.Close()
+	total := inj.Ops()
+	stride := int64(1)
+	if testing.Short() {
+		stride = max(1, total/40)
+	}
+	for i := int64(1); i <= total; i += stride {
+		for _, kind := range []vfs.FaultKind{vfs.FaultEIO, vfs.FaultENOSPC, vfs.FaultShortWrite} {
+			what := fmt.Sprintf("%v at op %d/%d", kind, i, total)
+			fs := vfs.NewMem()
+			inj := vfs.NewInjector(fs)
+			inj.SetFailAt(i, kind)
+			var r seqRun
+			db, err := bwkv.Open("db", gcMemOpts(inj))
+			if err == nil {
+				r = gcWorkload(db, commits, nil)
+				if r.err != nil && !errors.Is(r.err, bwkv.ErrReadOnly) {
+					t.Fatalf("%s: workload error %v does not wrap ErrReadOnly", what, r.err)
+				}
+				db.Close()
+			}
+			rdb, err := bwkv.Open("db", gcMemOpts(fs))
+			if err != nil {
+				t.Fatalf("%s: reopen: %v", what, err)
+			}
+			if r.states != nil {
+				checkPrefix(t, dbState(t, rdb), r, r.acked, what)
+			}
+			if err := bwkv.CollectGarbage(rdb); err != nil {
+				t.Fatalf("%s: GC after reopen: %v", what, err)
+			}
+			if err := rdb.Check(context.Background()); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			rdb.Close()
+		}
+	}
+}
+
+// TestMain turns on the GC's self-check for every test of the package
+// (and the crash children it re-executes): each rewrite compares the
+// ledger's chains with the disk and the accounted live bytes with the
+// measured ones; the GC tests then require no background error.
+func TestMain(m *testing.M) {
+	bwkv.SetTestGCVerify(true)
+	os.Exit(m.Run())
+}
