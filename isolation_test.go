@@ -353,6 +353,9 @@ func testBank(t *testing.T, o *bwkv.Options) {
 						sum += v
 						n++
 					}
+					if err := it.Error(); err != nil {
+						return fmt.Errorf("audit after %d accounts: %w", n, err)
+					}
 					if n != accounts || sum != accounts*initial {
 						return fmt.Errorf("audit: %d accounts sum %d, want %d and %d", n, sum, accounts, accounts*initial)
 					}

@@ -143,6 +143,11 @@ func (t *Tree) loadSlow(slot *pagetable.Slot[node.Page], pid pagetable.PID) (*no
 		}
 		p, err := t.env.Load(pid, addr)
 		if err != nil {
+			if slot.Load() != nil || slot.Disk.Load() != addr {
+				// The page moved on while we read: its old frames may
+				// be junk the data-file GC already reclaimed. Retry.
+				continue
+			}
 			return nil, err
 		}
 		slot.Mu.Lock()
@@ -375,11 +380,16 @@ func (t *Tree) Get(key []byte, vis node.Visibility) ([]byte, bool, error) {
 // again. Not a frame-producing action: the full state holds the same
 // frames (INV-C2 unaffected).
 func (t *Tree) fullOnce(pid pagetable.PID, p *node.Page) (*node.Page, error) {
+	slot := t.pt.Slot(pid)
 	disk, err := t.env.Load(pid, p.Base.Addr)
 	if err != nil {
+		if slot.Load() != p {
+			// The page moved on while we read (its old frames may be
+			// junk the data-file GC reclaimed): the caller finds it again.
+			return nil, nil
+		}
 		return nil, err
 	}
-	slot := t.pt.Slot(pid)
 	slot.Mu.Lock()
 	if slot.Load() != p {
 		slot.Mu.Unlock()
