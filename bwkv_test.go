@@ -167,8 +167,8 @@ func TestManyKeysSplitAndScan(t *testing.T) {
 		}
 		i++
 	}
-	if i != n {
-		t.Fatalf("forward scan saw %d keys", i)
+	if i != n || it.Error() != nil {
+		t.Fatalf("forward scan saw %d keys (%v)", i, it.Error())
 	}
 	for ok := it.Last(); ok; ok = it.Prev() {
 		i--

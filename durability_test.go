@@ -87,6 +87,9 @@ func dbState(t *testing.T, db *bwkv.DB) map[string]string {
 	for ok := it.First(); ok; ok = it.Next() {
 		got[string(it.Key())] = string(it.Value())
 	}
+	if err := it.Error(); err != nil {
+		t.Fatalf("scan: %v", err)
+	}
 	return got
 }
 

@@ -240,8 +240,8 @@ func TestFracturedRead(t *testing.T) {
 			}
 			n++
 		}
-		if n != 50 {
-			t.Fatalf("saw %d keys", n)
+		if n != 50 || it.Error() != nil {
+			t.Fatalf("saw %d keys (%v)", n, it.Error())
 		}
 		it.Close()
 		c.s.Close()
@@ -521,8 +521,8 @@ func TestConcurrentSMOs(t *testing.T) {
 		}
 		n++
 	}
-	if n != len(want) {
-		t.Fatalf("db has %d keys, models %d", n, len(want))
+	if n != len(want) || it.Error() != nil {
+		t.Fatalf("db has %d keys, models %d (%v)", n, len(want), it.Error())
 	}
 	if err := db.Check(context.Background()); err != nil {
 		t.Fatal(err)
