@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/tree"
 )
 
@@ -68,7 +69,38 @@ func (db *DB) cacheCheck() {
 	}
 }
 
-// evictLoop is the background evictor.
+// wantCompact queues a stub leaf whose chain grew long for the
+// background worker (tree.Env.WantCompact). O(1).
+func (db *DB) wantCompact(pid pagetable.PID) {
+	if db.opts.ReadOnly {
+		return
+	}
+	db.pt.EnqueueCompact(pid)
+	select {
+	case db.cache.kick <- struct{}{}:
+	default:
+	}
+}
+
+// compact runs the queued consolidations of long stub chains (at most
+// max per call, so eviction is not starved).
+func (db *DB) compact(max int) {
+	for i := 0; i < max; i++ {
+		pid, ok := db.pt.DequeueCompact()
+		if !ok {
+			return
+		}
+		if err := db.tree.Compact(pid); err != nil {
+			// The page stays a stub; its next writer or reader retries
+			// the read and reports the error.
+			db.stats.bgErrors.Add(1)
+			db.log.Warn("bwkv: background consolidation failed", "pid", pid, "err", err)
+		}
+	}
+}
+
+// evictLoop is the background evictor; it also consolidates long stub
+// chains (so blind inserts never wait for a full read).
 func (db *DB) evictLoop() {
 	defer db.bg.Done()
 	for {
@@ -76,6 +108,20 @@ func (db *DB) evictLoop() {
 		case <-db.stop:
 			return
 		case <-db.cache.kick:
+		}
+		for db.pt.CompactQueued() > 0 {
+			db.compact(64)
+			if db.overBudget() {
+				db.evict(256)
+			}
+			select {
+			case <-db.stop:
+				return
+			default:
+			}
+		}
+		if !db.overBudget() {
+			continue
 		}
 		db.evict(-1)
 		if db.pt.Resident() > db.opts.CacheBytes+db.opts.CacheBytes/4 && db.gens.Hot().Frames() > 0 {

@@ -201,6 +201,7 @@ func (db *DB) open(exists bool) error {
 		Gens:         db.gens,
 		Load:         db.loadPage,
 		Loaded:       db.cacheCheck,
+		WantCompact:  db.wantCompact,
 	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }

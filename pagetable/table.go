@@ -35,8 +35,9 @@ type Slot[T any] struct {
 	// Ref is the CLOCK reference bit: set by reads, cleared by the evictor
 	// (a page read since the evictor last passed gets a second chance).
 	Ref atomic.Uint32
-	// queued de-duplicates the eviction candidate ring.
-	queued atomic.Bool
+	// queued de-duplicates the eviction candidate ring; cqueued the
+	// compaction ring.
+	queued, cqueued atomic.Bool
 }
 
 // Touched sets the reference bit. It stores only when the bit is clear, so
@@ -82,8 +83,9 @@ type Table[T any] struct {
 
 	// resident is the accounted memory of every resident state.
 	resident atomic.Int64
-	// ring holds eviction candidates (see Enqueue).
-	ring ring
+	// ring holds eviction candidates (see Enqueue); cring pages whose
+	// chains want a background consolidation (EnqueueCompact).
+	ring, cring ring
 }
 
 // Account records that slot now holds a state of n bytes (0: none) and
@@ -123,6 +125,31 @@ func (t *Table[T]) Dequeue() (PID, bool) {
 	}
 	return pid, ok
 }
+
+// EnqueueCompact offers pid for a background consolidation (a stub leaf
+// whose chain grew long), de-duplicated like Enqueue. O(1) amortized.
+func (t *Table[T]) EnqueueCompact(pid PID) {
+	s := t.Lookup(pid)
+	if s == nil || !s.cqueued.CompareAndSwap(false, true) {
+		return
+	}
+	t.cring.push(pid)
+}
+
+// DequeueCompact takes the oldest compaction request (its flag cleared
+// first, as in Dequeue). O(1).
+func (t *Table[T]) DequeueCompact() (PID, bool) {
+	pid, ok := t.cring.pop()
+	if ok {
+		if s := t.Lookup(pid); s != nil {
+			s.cqueued.Store(false)
+		}
+	}
+	return pid, ok
+}
+
+// CompactQueued returns the number of waiting compaction requests.
+func (t *Table[T]) CompactQueued() int { return t.cring.len() }
 
 // Candidates returns the number of waiting eviction candidates.
 func (t *Table[T]) Candidates() int { return t.ring.len() }

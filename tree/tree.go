@@ -48,6 +48,11 @@ type Env struct {
 	// Loaded, if set, runs after a page read from disk was installed
 	// (the engine checks its cache budget).
 	Loaded func()
+	// WantCompact, if set, is told of a stub leaf whose chain reached
+	// 3x ChainMax: the engine runs Compact on it in the background, so
+	// blind inserts never wait for the full read (nil: the writer reads
+	// and consolidates at twice that length).
+	WantCompact func(pid pagetable.PID)
 }
 
 // Stats counts structure modifications.
@@ -190,8 +195,66 @@ const (
 	EvictSkipped
 )
 
-// stubChainMax is the chain length (in memory and on disk) at which the
-// next writer of a stub leaf reads it in full and consolidates it.
+// Compact consolidates pid if it is a leaf with a long chain: a stub is
+// read in full first (without locks), then the consolidation (and any
+// split it causes) is one atomic unit in the cut gate, as in a write.
+// For the engine's background worker; a page that changed meanwhile is
+// re-examined, and one that no longer needs it is left alone.
+func (t *Tree) Compact(pid pagetable.PID) error {
+	for tries := 0; tries < 4; tries++ {
+		p, err := t.load(pid)
+		if err != nil || p == nil || p.Removed || p.Base.Level != 0 {
+			return err
+		}
+		if p.Stub != nil {
+			if p.Len+p.Stub.DiskLen < t.stubChainMax() {
+				return nil
+			}
+			f, err := t.fullOnce(pid, p)
+			if err != nil {
+				return err
+			}
+			if f == nil {
+				continue
+			}
+		}
+		sp, done := t.compactFull(pid)
+		if sp != nil {
+			_ = t.post(sp)
+		}
+		if done {
+			return nil
+		}
+	}
+	return nil
+}
+
+// compactFull consolidates pid's full state if its chain is long. done is
+// false if the slot held a stub again (evicted meanwhile).
+func (t *Tree) compactFull(pid pagetable.PID) (*split, bool) {
+	tok := t.env.Gens.Enter()
+	defer t.env.Gens.Exit(tok)
+	slot := t.pt.Slot(pid)
+	slot.Mu.Lock()
+	defer slot.Mu.Unlock()
+	p := slot.Load()
+	if p == nil || p.Removed || p.Base.Level != 0 {
+		return nil, true
+	}
+	if p.Stub != nil {
+		return nil, false
+	}
+	if p.Len <= t.cfg.ChainMax {
+		return nil, true
+	}
+	np, sp, _ := t.consolidate(pid, p)
+	t.publish(slot, pid, p, np, 1)
+	return sp, true
+}
+
+// stubChainMax is the chain length (in memory and on disk) at which a
+// stub leaf is handed to the background compaction (WantCompact); at twice
+// it the next writer reads it in full and consolidates it itself.
 func (t *Tree) stubChainMax() int { return 3 * t.cfg.ChainMax }
 
 // Evict shrinks pid's state if every frame of it is durable: a leaf
@@ -468,11 +531,11 @@ func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
 			t.restarts.Add(1)
 			continue
 		}
-		if p.Stub != nil && (p.MayContain(key) || p.Len+p.Stub.DiskLen >= t.stubChainMax()) {
+		if p.Stub != nil && (p.MayContain(key) || p.Len+p.Stub.DiskLen >= 2*t.stubChainMax()) {
 			// The key may have versions on disk (its old value and the
-			// conflict check need them), or the chain is due for a
-			// consolidation: read the full page. Otherwise the write is
-			// a blind insert onto the stub.
+			// conflict check need them), or the chain outgrew what the
+			// background compaction keeps up with: read the full page.
+			// Otherwise the write is a blind insert onto the stub.
 			slot.Mu.Unlock()
 			if _, err := t.fullOnce(pid, p); err != nil {
 				return nil, false, err
@@ -495,6 +558,9 @@ func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
 		}
 		t.publish(slot, pid, p, np, frames)
 		slot.Mu.Unlock()
+		if np.Stub != nil && np.Len+np.Stub.DiskLen >= t.stubChainMax() && t.env.WantCompact != nil {
+			t.env.WantCompact(pid)
+		}
 		if sp == nil {
 			sp = hint // complete a half split met on the way (idempotent)
 		}
