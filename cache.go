@@ -38,6 +38,8 @@ import (
 type cacheState struct {
 	kick      chan struct{}
 	evictions atomic.Uint64
+	// compactions counts background consolidations of stub chains.
+	compactions atomic.Uint64
 	// pressure asks the checkpointer for a cut below CheckpointBytes.
 	pressure atomic.Bool
 }
@@ -90,6 +92,7 @@ func (db *DB) compact(max int) {
 		if !ok {
 			return
 		}
+		db.cache.compactions.Add(1)
 		if err := db.tree.Compact(pid); err != nil {
 			// The page stays a stub; its next writer or reader retries
 			// the read and reports the error.

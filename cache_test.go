@@ -52,13 +52,13 @@ func TestCacheBounded(t *testing.T) {
 	}
 	st := db.Stats()
 	t.Logf("load %v", time.Since(t0))
-	t.Logf("data %d KiB, cache budget %d KiB, peak resident %d KiB, stubs %d KiB, evictions %d, misses %d, checkpoints %d, stalls %d",
-		n*512>>10, budget/1024, peak/1024, st.Cache.StubBytes>>10, st.Cache.Evictions, st.Cache.Misses, st.Checkpoint.Count, st.BackpressureStalls)
+	t.Logf("data %d KiB, cache budget %d KiB, peak resident %d KiB, stubs %d KiB, compactions %d, evictions %d, misses %d, checkpoints %d, stalls %d",
+		n*512>>10, budget/1024, peak/1024, st.Cache.StubBytes>>10, st.Cache.Compactions, st.Cache.Evictions, st.Cache.Misses, st.Checkpoint.Count, st.BackpressureStalls)
 	// Unbounded, the resident pages would hold all the data (20 MiB).
 	if peak > 2*budget+5<<20 {
 		t.Errorf("peak resident %d bytes, budget %d: memory is not bounded", peak, budget)
 	}
-	if st.Cache.Evictions == 0 || st.Cache.Misses == 0 || st.Cache.StubBytes == 0 {
+	if st.Cache.Evictions == 0 || st.Cache.Misses == 0 || st.Cache.StubBytes == 0 || st.Cache.Compactions == 0 {
 		t.Errorf("no eviction or reload: %+v", st.Cache)
 	}
 	check := func(db *bwkv.DB) {

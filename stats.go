@@ -80,6 +80,9 @@ type CacheStats struct {
 	// part held by evicted leaves' stubs (fences and key filters).
 	Bytes, StubBytes        int64
 	Hits, Misses, Evictions uint64
+	// Compactions counts stub leaves handed to the background
+	// consolidation (their chains grew long under blind inserts).
+	Compactions uint64
 }
 
 // TxnStats describes transactions.
@@ -103,6 +106,7 @@ func (db *DB) Stats() Stats {
 	s.Cache.Misses = ts.Loads // pages read from data files
 	s.Cache.Evictions = db.cache.evictions.Load()
 	s.Cache.StubBytes = db.tree.StubBytes()
+	s.Cache.Compactions = db.cache.compactions.Load()
 	s.Recovery = db.recovery
 	c := &db.ckpt
 	s.Checkpoint = CheckpointStats{
@@ -186,6 +190,7 @@ func (s Stats) String() string {
 	row("cache", "hits", s.Cache.Hits)
 	row("cache", "misses", s.Cache.Misses)
 	row("cache", "evictions", s.Cache.Evictions)
+	row("cache", "compactions", s.Cache.Compactions)
 	row("txn", "commits", s.Txn.Commits)
 	row("txn", "aborts", s.Txn.Aborts)
 	row("txn", "conflicts", s.Txn.Conflicts)
