@@ -12,9 +12,12 @@ import (
 //
 // Every resident page state is accounted in the mapping table (its base
 // and chain bytes, adjusted in O(1) at each install, load and eviction).
-// When the total passes CacheBytes the evictor shrinks clean leaves — pages
-// whose every frame a published checkpoint made durable — until it is back
-// under 90% of the budget: a leaf first becomes a stub (fences, a Bloom
+// CacheBytes budgets clean pages (DESIGN §2): the evictor's budget is
+// CacheBytes plus the frame bytes of unpublished generations (the dirty
+// part, like a memtable beside a block cache; see unpublished). When the
+// total passes it the evictor shrinks clean leaves — pages whose every
+// frame a published checkpoint made durable — until it is back under the
+// budget less 10% of CacheBytes: a leaf first becomes a stub (fences, a Bloom
 // filter of its keys and its durable head; node.Stub), which takes blind
 // inserts of keys the filter rules out without a disk read; while stubs
 // hold over a quarter of the budget, a stub left untouched for a whole pass
@@ -47,12 +50,32 @@ type cacheState struct {
 func newCacheState() cacheState { return cacheState{kick: make(chan struct{}, 1)} }
 
 // cacheHardLimit is the resident total at which writers wait for a
-// publish (backpressure): twice the budget plus a 4 MiB floor, so that
-// tiny budgets (tests use 1 byte) throttle only when pages pile up.
-func (db *DB) cacheHardLimit() int64 { return 2*db.opts.CacheBytes + 4<<20 }
+// publish (backpressure): twice CacheBytes plus a 4 MiB floor (so tiny
+// budgets, tests use 1 byte, throttle only when pages pile up) plus the
+// unpublished frame bytes.
+func (db *DB) cacheHardLimit() int64 { return 2*db.opts.CacheBytes + 4<<20 + db.unpublished() }
 
-// overBudget reports whether resident pages exceed CacheBytes. O(1).
-func (db *DB) overBudget() bool { return db.pt.Resident() > db.opts.CacheBytes }
+// unpublished is the frame bytes installed in generations not yet
+// published: the dirty part of the resident pages, which CacheBytes (a
+// budget for clean pages) does not cover. Like a memtable next to a block
+// cache, it is bounded by the checkpoint backpressure (2x CheckpointBytes).
+// It counts frames, not whole pages, so under writes scattered over many
+// pages it underestimates the dirty memory: then the pressure cuts and the
+// hard limit keep the total bounded. O(1).
+func (db *DB) unpublished() int64 {
+	n := db.gens.Hot().Bytes()
+	if g := db.gens.Sealed(); g != nil {
+		n += g.Bytes()
+	}
+	return n
+}
+
+// budget is the resident total the evictor aims for: CacheBytes of clean
+// pages plus the dirty part.
+func (db *DB) budget() int64 { return db.opts.CacheBytes + db.unpublished() }
+
+// overBudget reports whether resident pages exceed the budget. O(1).
+func (db *DB) overBudget() bool { return db.pt.Resident() > db.budget() }
 
 // cacheCheck runs after a page load and a write: it wakes the evictor when
 // the budget is exceeded. A read-only DB runs no background goroutines, so
@@ -127,7 +150,7 @@ func (db *DB) evictLoop() {
 			continue
 		}
 		db.evict(-1)
-		if db.pt.Resident() > db.opts.CacheBytes+db.opts.CacheBytes/4 && db.gens.Hot().Frames() > 0 {
+		if db.pt.Resident() > db.budget()+db.opts.CacheBytes/4 && db.gens.Hot().Frames() > 0 {
 			// What is left is dirty: a cut turns it into candidates.
 			db.cache.pressure.Store(true)
 			db.kickCheckpoint()
@@ -140,7 +163,7 @@ func (db *DB) evictLoop() {
 // ring). Referenced pages go back to the ring; dirty or non-leaf ones leave
 // it and return when their generation is published or they are reloaded.
 func (db *DB) evict(max int) {
-	target := db.opts.CacheBytes - db.opts.CacheBytes/10
+	target := db.budget() - db.opts.CacheBytes/10
 	if max < 0 {
 		max = db.pt.Candidates()
 	}

@@ -43,8 +43,9 @@
 //
 //   - CacheBytes bounds clean pages: the evictor shrinks clean leaves to
 //     stubs (fences, a key filter, the durable head) and drops idle stubs;
-//     dirty pages stay until a checkpoint publishes them, and writers wait
-//     when resident pages pass twice the budget plus 4 MiB. Reads of an
+//     dirty pages stay until a checkpoint publishes them (they are not
+//     part of the budget), and writers wait when resident pages pass
+//     twice CacheBytes plus 4 MiB plus the unpublished frames. Reads of an
 //     evicted leaf take its page lock briefly to install what they read.
 //   - The data-file GC runs in the checkpointer: under a write load that
 //     outruns it, writers see backpressure during a round as during a
