@@ -158,8 +158,8 @@ func (db *DB) evictLoop() {
 	}
 }
 
-// evict drops clean leaves until the resident total is under 90% of the
-// budget, examining at most max candidates (max < 0: one pass over the
+// evict shrinks clean leaves until the resident total is under the budget
+// less 10% of CacheBytes, examining at most max candidates (max < 0: one pass over the
 // ring). Referenced pages go back to the ring; dirty or non-leaf ones leave
 // it and return when their generation is published or they are reloaded.
 func (db *DB) evict(max int) {
@@ -175,7 +175,7 @@ func (db *DB) evict(max int) {
 		// Stubs are small and save a disk read per blind insert: they
 		// are dropped only while they hold over a quarter of the budget.
 		dropStubs := db.tree.StubBytes() > db.opts.CacheBytes/4
-		switch r, _ := db.tree.Evict(pid, dropStubs); r {
+		switch db.tree.Evict(pid, dropStubs) {
 		case tree.EvictStubbed:
 			// The stub stays a candidate: untouched for a whole pass of
 			// the ring, it is dropped too.

@@ -262,42 +262,41 @@ func (t *Tree) stubChainMax() int { return 3 * t.cfg.ChainMax }
 // and the next touch reloads what it needs from the data files (INV-M1:
 // the old state's memory is not reused; readers holding it keep reading
 // it). Only leaves are evicted. Takes the page lock; no frame is produced,
-// so it needs no cut gate. It returns the bytes freed. O(page).
-func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) (Evicted, int64) {
+// so it needs no cut gate. O(page).
+func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 	if pid == RootPID {
-		return EvictSkipped, 0
+		return EvictSkipped
 	}
 	slot := t.pt.Lookup(pid)
 	if slot == nil {
-		return EvictSkipped, 0
+		return EvictSkipped
 	}
 	slot.Mu.Lock()
 	defer slot.Mu.Unlock()
 	p := slot.Load()
 	if p == nil || p.Removed || p.Base.Level != 0 || !t.env.Gens.Clean(slot) {
-		return EvictSkipped, 0
+		return EvictSkipped
 	}
 	head := p.Base.Addr
 	if p.Head != nil {
 		head = p.Head.Addr
 	}
 	if head == 0 || head > t.env.Gens.Published() {
-		return EvictSkipped, 0
+		return EvictSkipped
 	}
 	if slot.Ref.Load() != 0 {
 		slot.Ref.Store(0)
-		return EvictReferenced, 0
+		return EvictReferenced
 	}
-	before := slot.Bytes
 	if p.Stub != nil && p.Head == nil {
 		if !dropStubs {
-			return EvictSkipped, 0
+			return EvictSkipped
 		}
 		slot.Disk.Store(head)
 		t.pt.Account(slot, 0)
 		slot.Store(nil)
 		t.stubBytes.Add(-int64(p.Bytes()))
-		return EvictDropped, before
+		return EvictDropped
 	}
 	st := node.NewStub(p, head)
 	if p.Stub != nil {
@@ -306,7 +305,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) (Evicted, int64) {
 	t.stubBytes.Add(int64(st.Stub.Own))
 	t.pt.Account(slot, int64(st.Bytes()))
 	slot.Store(st)
-	return EvictStubbed, before - slot.Bytes
+	return EvictStubbed
 }
 
 // StubBytes returns the memory held by stubs themselves (their chains not
