@@ -106,43 +106,43 @@ func (t *Table[T]) Resident() int64 { return t.resident.Load() }
 // twice (the slot's flag), so the ring never holds more entries than there
 // are pages. O(1) amortized.
 func (t *Table[T]) Enqueue(pid PID) {
-	s := t.Lookup(pid)
-	if s == nil || !s.queued.CompareAndSwap(false, true) {
-		return
-	}
-	t.ring.push(pid)
+	offer(t, &t.ring, pid, func(s *Slot[T]) *atomic.Bool { return &s.queued })
 }
 
 // Dequeue takes the oldest candidate. Its flag is cleared before it is
 // returned, so an Enqueue racing with the caller's inspection of the page
 // is never lost. O(1).
 func (t *Table[T]) Dequeue() (PID, bool) {
-	pid, ok := t.ring.pop()
-	if ok {
-		if s := t.Lookup(pid); s != nil {
-			s.queued.Store(false)
-		}
-	}
-	return pid, ok
+	return take(t, &t.ring, func(s *Slot[T]) *atomic.Bool { return &s.queued })
 }
 
 // EnqueueCompact offers pid for a background consolidation (a stub leaf
 // whose chain grew long), de-duplicated like Enqueue. O(1) amortized.
 func (t *Table[T]) EnqueueCompact(pid PID) {
-	s := t.Lookup(pid)
-	if s == nil || !s.cqueued.CompareAndSwap(false, true) {
-		return
-	}
-	t.cring.push(pid)
+	offer(t, &t.cring, pid, func(s *Slot[T]) *atomic.Bool { return &s.cqueued })
 }
 
 // DequeueCompact takes the oldest compaction request (its flag cleared
 // first, as in Dequeue). O(1).
 func (t *Table[T]) DequeueCompact() (PID, bool) {
-	pid, ok := t.cring.pop()
+	return take(t, &t.cring, func(s *Slot[T]) *atomic.Bool { return &s.cqueued })
+}
+
+// offer pushes pid on r unless the slot's flag says it is waiting there.
+func offer[T any](t *Table[T], r *ring, pid PID, flag func(*Slot[T]) *atomic.Bool) {
+	s := t.Lookup(pid)
+	if s == nil || !flag(s).CompareAndSwap(false, true) {
+		return
+	}
+	r.push(pid)
+}
+
+// take pops the oldest PID of r and clears its flag.
+func take[T any](t *Table[T], r *ring, flag func(*Slot[T]) *atomic.Bool) (PID, bool) {
+	pid, ok := r.pop()
 	if ok {
 		if s := t.Lookup(pid); s != nil {
-			s.cqueued.Store(false)
+			flag(s).Store(false)
 		}
 	}
 	return pid, ok

@@ -158,14 +158,7 @@ func (t *Tree) loadSlow(slot *pagetable.Slot[node.Page], pid pagetable.PID) (*no
 		slot.Mu.Lock()
 		cur := slot.Load()
 		if cur == nil && slot.Disk.Load() == addr {
-			t.pt.Account(slot, int64(p.Bytes()))
-			slot.Store(p)
-			slot.Mu.Unlock()
-			t.loads.Add(1)
-			t.pt.Enqueue(pid)
-			if t.env.Loaded != nil {
-				t.env.Loaded()
-			}
+			t.install(slot, pid, p)
 			return p, nil
 		}
 		slot.Mu.Unlock()
@@ -459,15 +452,22 @@ func (t *Tree) fullOnce(pid pagetable.PID, p *node.Page) (*node.Page, error) {
 	}
 	f := replay(disk, p)
 	t.stubBytes.Add(-int64(p.Stub.Own))
-	t.pt.Account(slot, int64(f.Bytes()))
-	slot.Store(f)
+	t.install(slot, pid, f)
+	return f, nil
+}
+
+// install publishes a state read from disk: called with the page lock
+// held (and releases it), once the caller checked the slot is unchanged.
+// The page becomes an eviction candidate and the engine checks its budget.
+func (t *Tree) install(slot *pagetable.Slot[node.Page], pid pagetable.PID, p *node.Page) {
+	t.pt.Account(slot, int64(p.Bytes()))
+	slot.Store(p)
 	slot.Mu.Unlock()
 	t.loads.Add(1)
 	t.pt.Enqueue(pid)
 	if t.env.Loaded != nil {
 		t.env.Loaded()
 	}
-	return f, nil
 }
 
 // replay prepends copies of stub's chain deltas, oldest first, to the
