@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv"
-	"github.com/tidwall/btree"
 )
 
-// Microbenchmarks of the hot paths (BENCH.md "Go microbenchmarks"), with a
-// reference in-memory B-tree (tidwall/btree) doing the same lookups and
-// copying the value out, as the floor bwkv's read path is compared with.
+// Microbenchmarks of the hot paths. The comparison with an in-memory B-tree
+// doing the same lookups (the floor for the read path) lives in the bench
+// module (bench/reference_test.go), so the library's go.mod needs no
+// comparison library.
 
 var benchSizes = []int{100_000, 1_000_000}
 
@@ -61,23 +61,6 @@ func loadedDB(b *testing.B, n int) *bwkv.DB {
 	return db
 }
 
-type kvItem struct{ k, v []byte }
-
-var benchTrees = map[int]*btree.BTreeG[kvItem]{}
-
-func loadedBTree(n int) *btree.BTreeG[kvItem] {
-	if t := benchTrees[n]; t != nil {
-		return t
-	}
-	t := btree.NewBTreeGOptions(func(a, b kvItem) bool { return bytes.Compare(a.k, b.k) < 0 }, btree.Options{NoLocks: true})
-	val := bytes.Repeat([]byte("v"), benchValueSize)
-	for i := 0; i < n; i++ {
-		t.Set(kvItem{benchKey(nil, i), val})
-	}
-	benchTrees[n] = t
-	return t
-}
-
 func BenchmarkGetAppend(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("bwkv/keys=%d", n), func(b *testing.B) {
@@ -95,21 +78,6 @@ func BenchmarkGetAppend(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
-		b.Run(fmt.Sprintf("btree/keys=%d", n), func(b *testing.B) {
-			t := loadedBTree(n)
-			rng := rand.New(rand.NewPCG(1, 2))
-			kb, dst := make([]byte, 0, 16), make([]byte, 0, 256)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				kb = benchKey(kb, rng.IntN(n))
-				it, ok := t.Get(kvItem{k: kb})
-				if !ok {
-					b.Fatal("missing")
-				}
-				dst = append(dst[:0], it.v...)
 			}
 		})
 	}
@@ -170,24 +138,6 @@ func BenchmarkScan100(b *testing.B) {
 				}
 				it.Close()
 				s.Close()
-			}
-		})
-		b.Run(fmt.Sprintf("btree/keys=%d", n), func(b *testing.B) {
-			t := loadedBTree(n)
-			rng := rand.New(rand.NewPCG(5, 6))
-			kb := make([]byte, 0, 16)
-			var dst []byte
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				kb = benchKey(kb, rng.IntN(n))
-				c := 0
-				t.Ascend(kvItem{k: kb}, func(it kvItem) bool {
-					dst = append(dst[:0], it.k...)
-					dst = append(dst, it.v...)
-					c++
-					return c < 100
-				})
 			}
 		})
 	}

@@ -10,6 +10,7 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/tidwall/btree v1.8.2
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/term v0.44.0
 	gonum.org/v1/plot v0.17.0
