@@ -58,7 +58,7 @@ func TestAdapterSemantics(t *testing.T) {
 				t.Fatalf("read after update: %q %v", v, err)
 			}
 			info := eng.Info()
-			if info.Durability == "" || (info.UpdateMode != "rmw_txn" && info.UpdateMode != "blind_set") {
+			if info.Durability == "" || (info.UpdateMode != "rmw_txn" && info.UpdateMode != "blind_set" && info.UpdateMode != "get_then_set") {
 				t.Fatalf("info %+v", info)
 			}
 		})

@@ -86,8 +86,9 @@ type Info struct {
 	// Durability is the engine-side mapping of Config.Durability,
 	// e.g. "pebble.WriteOptions{Sync:false}".
 	Durability string
-	// UpdateMode is "rmw_txn" (begin, get, put, commit) or "blind_set"
-	// (no transaction: the report flags such rows).
+	// UpdateMode is "rmw_txn" (begin, get, put, commit), "blind_set" (no
+	// transaction: the report flags such rows) or "get_then_set" (a read
+	// before a blind set: the same work, without atomicity).
 	UpdateMode string
 	// Settings is a short human-readable list of the non-default options.
 	Settings string
@@ -152,11 +153,12 @@ func Engines() []string {
 }
 
 // PeerEngines is the default engine list of the matrix: bwkv (when compiled
-// in) and the three peers. The quadratic adapter is a test fixture for the
+// in), the three peers, and pebble-rmw (Pebble reading each key before its
+// Set: the same work as bwkv's read-modify-write update). The quadratic adapter is a test fixture for the
 // bulk gate and is only run when asked for.
 func PeerEngines() []string {
 	var out []string
-	for _, n := range []string{"bwkv", "pebble", "badger", "bbolt"} {
+	for _, n := range []string{"bwkv", "pebble", "pebble-rmw", "badger", "bbolt"} {
 		if _, ok := registry[n]; ok {
 			out = append(out, n)
 		}

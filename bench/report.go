@@ -142,7 +142,7 @@ func Aggregate(rows []Result, o ReportOptions) map[CaseKey]map[string]*Stats {
 		a.amp = append(a.amp, r.SpaceAmp)
 		a.gc = append(a.gc, r.GCCPUFraction)
 		a.errs += r.ErrOp
-		a.blind = a.blind || r.UpdateMode == "blind_set"
+		a.blind = a.blind || r.UpdateMode == "blind_set" || r.UpdateMode == "get_then_set"
 	}
 	out := map[CaseKey]map[string]*Stats{}
 	for k, m := range accs {
