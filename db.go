@@ -62,6 +62,10 @@ type DB struct {
 	gc    gcState // data-file GC (gc.go)
 
 	recovery RecoveryStats
+	// logEnd is where a WALRecoveryTruncateDamaged open cut a damaged
+	// log (when logCut); open records it in the manifest.
+	logEnd wal.LSN
+	logCut bool
 	// degraded holds the error that made the DB read-only (a failed log
 	// write or fsync); nil while healthy.
 	degraded atomic.Pointer[error]
@@ -205,7 +209,7 @@ func (db *DB) open(exists bool) error {
 	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }
-	if err := db.recover(exists, wal.LSN(st.AnalysisStart), wal.LSN(st.Frontier)); err != nil {
+	if err := db.recover(exists, st); err != nil {
 		return err
 	}
 	if o.ReadOnly {
@@ -225,6 +229,13 @@ func (db *DB) open(exists bool) error {
 			FormatVersion: manifest.FormatVersion,
 			Options:       db.format,
 		}); err != nil {
+			return db.openErr(err)
+		}
+	}
+	if db.logCut && uint64(db.logEnd) < st.LogSynced {
+		// The log was cut below the LSN the last publish synced: record
+		// the new end, or the next open would report the cut as damage.
+		if err := db.man.Commit(&manifest.Edit{Has: manifest.HasLogSynced, LogSynced: uint64(db.logEnd)}); err != nil {
 			return db.openErr(err)
 		}
 	}

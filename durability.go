@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/recovery"
 	"github.com/bwkv/bwkv/wal"
@@ -45,8 +46,11 @@ func (db *DB) walOptions() wal.Options {
 	}
 }
 
-// recover replays the log into the tree and undoes the losers (DESIGN §7).
-func (db *DB) recover(exists bool, from, frontier wal.LSN) error {
+// recover replays the log into the tree and undoes the losers (recovery
+// package doc). st is the manifest state: where the log is read from, and
+// how far it was durable at the last publish.
+func (db *DB) recover(exists bool, st *manifest.State) error {
+	from, frontier := wal.LSN(st.AnalysisStart), wal.LSN(st.Frontier)
 	if !exists {
 		w, err := wal.Open(db.walOptions(), 0)
 		if err != nil {
@@ -55,21 +59,30 @@ func (db *DB) recover(exists bool, from, frontier wal.LSN) error {
 		db.wal = w
 		return nil
 	}
-	ro := recovery.Options{WAL: db.walOptions(), From: from, Frontier: frontier, Hook: testRecoveryHook, ReadOnly: db.opts.ReadOnly}
+	ro := recovery.Options{
+		WAL: db.walOptions(), From: from, Frontier: frontier, Synced: wal.LSN(st.LogSynced),
+		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,
+		Hook:            testRecoveryHook, ReadOnly: db.opts.ReadOnly,
+	}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {
 		return db.openErr(err)
 	}
+	if res.Damage != nil {
+		db.recovery.DroppedBytes = uint64(res.DroppedBytes)
+		db.recovery.Damage = asCorruption(res.Damage).Error()
+		db.log.Error("bwkv: damaged log truncated (WALRecoveryTruncateDamaged): commits after the damage are lost",
+			"damage", db.recovery.Damage, "keptUpTo", uint64(res.End), "droppedBytes", res.DroppedBytes)
+		db.logEnd, db.logCut = res.End, true
+	}
 	db.wal = w
 	db.mv.AdvanceTo(res.MaxTxID)
 	db.mv.RetireAll()
-	db.recovery = RecoveryStats{
-		RecordsReplayed: uint64(res.RecordsReplayed),
-		LosersUndone:    uint64(res.LosersUndone),
-		CLRsWritten:     uint64(res.CLRsWritten),
-		TornBytes:       uint64(res.TornBytes),
-		Duration:        res.Duration,
-	}
+	db.recovery.RecordsReplayed = uint64(res.RecordsReplayed)
+	db.recovery.LosersUndone = uint64(res.LosersUndone)
+	db.recovery.CLRsWritten = uint64(res.CLRsWritten)
+	db.recovery.TornBytes = uint64(res.TornBytes)
+	db.recovery.Duration = res.Duration
 	return nil
 }
 

@@ -43,6 +43,11 @@ type CheckpointStats struct {
 type RecoveryStats struct {
 	RecordsReplayed, LosersUndone, CLRsWritten, TornBytes uint64
 	Duration                                              time.Duration
+	// DroppedBytes counts the log bytes a WALRecoveryTruncateDamaged open
+	// gave up at damage (zero otherwise), and Damage describes that
+	// damage (empty: none). Commits in the dropped bytes are lost.
+	DroppedBytes uint64
+	Damage       string
 }
 
 // GCStats describes data-file garbage collection (DESIGN §8) since Open.
@@ -166,6 +171,7 @@ func (s Stats) String() string {
 	row("recovery", "losers undone", s.Recovery.LosersUndone)
 	row("recovery", "CLRs written", s.Recovery.CLRsWritten)
 	row("recovery", "torn bytes", s.Recovery.TornBytes)
+	row("recovery", "damaged bytes dropped", s.Recovery.DroppedBytes)
 	row("recovery", "duration", s.Recovery.Duration)
 	row("gc", "rounds", s.GC.Rounds)
 	row("gc", "files rewritten", s.GC.FilesRewritten)
