@@ -173,13 +173,28 @@ func (db *DB) open(exists bool) error {
 	default:
 		return db.openErr(err)
 	}
-	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize, Compression: compressionName(o.Compression)}
+	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize,
+		MaxValueSize: o.MaxValueSize, Compression: compressionName(o.Compression)}
 	if st.FormatVersion != 0 {
-		if st.Options != db.format {
-			db.log.Info("bwkv: stored format options win over the requested ones", "stored", st.Options, "requested", db.format)
+		stored := st.Options
+		if stored.MaxValueSize == 0 {
+			// A manifest from before MaxValueSize was stored: the request
+			// stands (a log record too large for it fails its write with
+			// ErrValueTooLarge, never the DB).
+			stored.MaxValueSize = o.MaxValueSize
 		}
-		db.format = st.Options
-		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize = st.Options.PageSplitEntries, st.Options.BlobThreshold, st.Options.MaxKeySize
+		if stored != db.format {
+			db.log.Info("bwkv: stored format options win over the requested ones", "stored", stored, "requested", db.format)
+		}
+		db.format = stored
+		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize, o.MaxValueSize = stored.PageSplitEntries, stored.BlobThreshold, stored.MaxKeySize, stored.MaxValueSize
+		if min := o.minSegment(); o.WALSegmentBytes < min {
+			// Every update or delete of a stored value logs its full old
+			// value: segments must fit the stored limits, not the
+			// requested ones.
+			db.log.Info("bwkv: WALSegmentBytes raised to fit the stored MaxKeySize and MaxValueSize", "requested", o.WALSegmentBytes, "used", min)
+			o.WALSegmentBytes = min
+		}
 	}
 	db.pt = pagetable.New[node.Page](tree.RootPID + 1)
 	for pid, addr := range st.Pages {

@@ -77,7 +77,8 @@ type Options struct {
 	// Past it, clean leaves are evicted (see the package Caveats).
 	CacheBytes int64
 	// WALSegmentBytes is the log segment size; default 64 MiB. It must be at
-	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments).
+	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments);
+	// Open raises it to fit the stored MaxValueSize and MaxKeySize.
 	WALSegmentBytes int64
 	// DataFileBytes is the target size of a data file; default 64 MiB.
 	// A GC rewrite copies about this much live data into one file, and a
@@ -86,7 +87,9 @@ type Options struct {
 	DataFileBytes int64
 	// MaxKeySize in bytes; default 4096. Persisted: the stored value wins.
 	MaxKeySize int
-	// MaxValueSize in bytes; default 4 MiB.
+	// MaxValueSize in bytes; default 4 MiB. Persisted: the stored value
+	// wins, so an update or delete of any stored value can always be
+	// logged with its full old value.
 	MaxValueSize int
 	// PageSplitEntries is the number of distinct keys above which a page
 	// splits; default 128. Persisted.
