@@ -66,8 +66,9 @@ type DB struct {
 	// log (when logCut); open records it in the manifest.
 	logEnd wal.LSN
 	logCut bool
-	// degraded holds the error that made the DB read-only (a failed log
-	// write or fsync); nil while healthy.
+	// degraded holds the error that made the DB read-only (a failed
+	// fsync of the log, the manifest or a data file: fatalIO); nil while
+	// healthy.
 	degraded atomic.Pointer[error]
 
 	closed   atomic.Bool
@@ -395,7 +396,7 @@ func (db *DB) Begin() (*Txn, error) {
 		return nil, err
 	}
 	if db.readOnly.Load() {
-		return nil, ErrReadOnly
+		return nil, db.errReadOnly()
 	}
 	tx := &Txn{db: db, st: db.mv.Begin()}
 	tx.r.Init(db.mv, tx.st.ID, tx.st.ID)
@@ -525,7 +526,7 @@ func (db *DB) Checkpoint() error {
 		return nil
 	}
 	if db.readOnly.Load() {
-		return ErrReadOnly
+		return db.errReadOnly()
 	}
 	done := make(chan error, 1)
 	select {

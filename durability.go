@@ -1,12 +1,15 @@
 package bwkv
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
+	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/recovery"
 	"github.com/bwkv/bwkv/wal"
 )
@@ -23,16 +26,39 @@ func (db *DB) durableLSN() uint64 {
 	return uint64(db.wal.DurableLSN())
 }
 
-// degrade turns the DB read-only after an unrecoverable log error (a
-// failed fsync is never retried and trusted) and returns the error to hand
-// the caller.
+// degrade turns the DB read-only after an unrecoverable I/O error (a
+// failed fsync of the log, the manifest or a data file: never retried and
+// trusted, see fatalIO) and returns the error to hand the caller, which
+// matches ErrReadOnly and wraps err. Background work stops at its next
+// step (checkpointOnce, collectGarbage), writers stop waiting for it
+// (backpressure), Close works, and reopening recovers every acknowledged
+// commit from the log.
 func (db *DB) degrade(err error) error {
 	if db.degraded.CompareAndSwap(nil, &err) {
 		db.readOnly.Store(true)
 		db.stats.bgErrors.Add(1)
-		db.log.Error("bwkv: log failure; the database is read-only until reopened", "err", err)
+		db.log.Error("bwkv: unrecoverable I/O error; the database is read-only until reopened", "err", err)
+		db.ckpt.renew() // wake writers held by backpressure
 	}
-	return fmt.Errorf("%w: %v", ErrReadOnly, err)
+	return fmt.Errorf("%w: %w", ErrReadOnly, err)
+}
+
+// errReadOnly is the error a write to a read-only DB returns: ErrReadOnly,
+// wrapping the cause when an I/O error degraded the DB.
+func (db *DB) errReadOnly() error {
+	if d := db.degraded.Load(); d != nil {
+		return fmt.Errorf("%w: degraded by an earlier I/O error: %w", ErrReadOnly, *d)
+	}
+	return ErrReadOnly
+}
+
+// fatalIO reports whether a background step failed in a way that must
+// degrade the DB: an fsync (of the log, the manifest or a data file) whose
+// outcome is unknown. Other failures, such as a data-file write refused
+// with ENOSPC, abandon the step, which a later one retries.
+func fatalIO(err error) bool {
+	return errors.Is(err, checkpoint.ErrLogSync) || errors.Is(err, wal.ErrFailed) ||
+		errors.Is(err, manifest.ErrFailed) || errors.Is(err, pool.ErrSync)
 }
 
 // walOptions returns the log's options.

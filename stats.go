@@ -21,6 +21,10 @@ type Stats struct {
 	BackpressureStalls uint64
 	// BackgroundErrors counts failures of background work.
 	BackgroundErrors uint64
+	// Degraded is the unrecoverable I/O error (a failed fsync of the log,
+	// the manifest or a data file) that made the DB read-only until it is
+	// reopened; empty while healthy.
+	Degraded string
 }
 
 // WALStats describes the log.
@@ -126,6 +130,9 @@ func (db *DB) Stats() Stats {
 	s.GC = db.gcStats()
 	s.BackpressureStalls = c.stalls.Load()
 	s.BackgroundErrors = db.stats.bgErrors.Load()
+	if d := db.degraded.Load(); d != nil {
+		s.Degraded = (*d).Error()
+	}
 	if db.wal != nil {
 		ws := db.wal.Stats()
 		s.WAL = WALStats{
@@ -206,5 +213,8 @@ func (s Stats) String() string {
 	row("txn", "oldest snapshot age", s.Txn.OldestSnapshotAge)
 	row("engine", "backpressure stalls", s.BackpressureStalls)
 	row("engine", "background errors", s.BackgroundErrors)
+	if s.Degraded != "" {
+		row("engine", "degraded (read-only)", s.Degraded)
+	}
 	return b.String()
 }

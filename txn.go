@@ -118,7 +118,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		return err
 	}
 	if tx.db.readOnly.Load() {
-		return ErrReadOnly
+		return tx.db.errReadOnly()
 	}
 	me, start := tx.st.ID, tx.st.ID
 	mv := tx.db.mv

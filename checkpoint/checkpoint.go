@@ -253,11 +253,11 @@ func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileInfo
 	}
 	failpoints.Hit(failpoints.CheckpointDataSync)
 	if err := f.Sync(); err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync %s: %w", name, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync %s: %w: %w", name, pool.ErrSync, err)
 	}
 	failpoints.Hit(failpoints.CheckpointDirSync)
 	if err := e.FS.SyncDir(e.Dir); err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync dir %s: %w", e.Dir, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync dir %s: %w: %w", e.Dir, pool.ErrSync, err)
 	}
 	return info, nil
 }
