@@ -42,7 +42,11 @@
 //
 // Rotation protocol: segment N is fsynced before N+1 is created, and the
 // directory is fsynced right after the create and before any byte is
-// written to N+1. Hence an existing older segment is always complete on
+// written to N+1. Rotation runs where the pending bytes are written: in
+// the writer's background goroutine, which Append kicks when a record
+// starts a new segment, or in a group-commit leader (Sync), never in an
+// Append below the hard limit, because the engine appends under a page
+// lock and the cut gate and a rotation waits for an fsync. Hence an existing older segment is always complete on
 // disk, which is what lets the reader treat any damage outside the last
 // segment as corruption, and a segment holding an acknowledged commit
 // always has a durable directory entry. Recycle deletes segments wholly
@@ -54,8 +58,9 @@
 //
 // Append encodes the record into an in-memory buffer under the append mutex
 // and returns its LSN; it does no I/O unless the buffer is large (then it
-// writes the buffer out, waiting for the file only past a hard limit, which
-// is the log's backpressure). Sync is leader/follower: a caller whose LSN
+// writes the buffer out if no segment boundary is pending, and waits for
+// the file, rotating itself, only past a hard limit, which is the log's
+// backpressure). Sync is leader/follower: a caller whose LSN
 // is not durable becomes the leader unless a sync is in flight (then it
 // waits). The leader swaps the buffer out (the append mutex is held only
 // for the swap, never across a write or an fsync), writes it under the
@@ -68,9 +73,9 @@
 // meanwhile; a rotation waits for an in-flight fsync before it closes the
 // segment.
 //
-// In relaxed mode commits do not call Sync; a background goroutine writes
-// and fsyncs every FlushInterval, rotation still fsyncs, Sync remains the
-// caller's flush point, and Close stops the goroutine.
+// In relaxed mode commits do not call Sync; the background goroutine also
+// writes and fsyncs every FlushInterval, rotation still fsyncs, Sync
+// remains the caller's flush point, and Close stops the goroutine.
 //
 // A failed write or fsync fails the writer for good: the error is recorded
 // (wrapping ErrFailed and the cause) and every later Append, Sync, Flush

@@ -129,11 +129,20 @@ func (w *Writer) syncAllLocked() error {
 // flushLocked moves the pending bytes to the files, rotating segments at
 // the bounds Append recorded. writeMu is held; the append mutex only for
 // the buffer swap.
-func (w *Writer) flushLocked() error {
+func (w *Writer) flushLocked() error { return w.flush(true) }
+
+// flush is flushLocked; with rotate false it writes nothing when the
+// pending bytes cross a segment boundary (the background goroutine,
+// kicked by Append, rotates), so that it never fsyncs.
+func (w *Writer) flush(rotate bool) error {
 	if err := w.failure(); err != nil {
 		return err
 	}
 	w.mu.Lock()
+	if !rotate && len(w.bounds) > 0 {
+		w.mu.Unlock()
+		return nil
+	}
 	data, bounds, start, recs := w.buf, w.bounds, w.bufStart, w.records
 	w.buf, w.bounds = w.spare[:0], w.spareBounds[:0]
 	w.bufStart = LSN(w.head.Load())
@@ -235,19 +244,34 @@ func (w *Writer) rotateLocked(b bound) error {
 	return nil
 }
 
-// flushLoop is the relaxed-mode flusher: every interval it writes and
-// fsyncs whatever was appended. A failure is sticky in the writer and is
-// reported by the next Append, Sync or Close, so the loop ignores it.
-func (w *Writer) flushLoop(interval time.Duration) {
+// loop is the writer's background goroutine. It rotates: when Append
+// kicks it (pending bytes cross a segment boundary) it writes them out,
+// fsyncing the full segment and creating the next, so that appenders,
+// which may hold a page lock and the cut gate, never wait for that fsync
+// (below the hard limit). In relaxed mode it is also the flusher: every
+// interval it writes and fsyncs whatever was appended. A failure is
+// sticky in the writer and is reported by the next Append, Sync or Close,
+// so the loop ignores it.
+func (w *Writer) loop(relaxed bool, interval time.Duration) {
 	defer close(w.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	var tick <-chan time.Time
+	if relaxed {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-w.stop:
 			return
-		case <-t.C:
+		case <-tick:
 			_ = w.Sync(w.Head())
+		case <-w.rotKick:
+			w.writeMu.Lock()
+			if w.file != nil {
+				_ = w.flushLocked()
+			}
+			w.writeMu.Unlock()
 		}
 	}
 }

@@ -131,8 +131,13 @@ type Writer struct {
 
 	recycleMu sync.Mutex // serializes Recycle calls
 
-	stop chan struct{} // closed by Close to stop the flusher goroutine
-	done chan struct{} // closed by the flusher goroutine when it exits
+	// The background goroutine (loop): the relaxed-mode flusher and the
+	// rotator, which moves pending bytes that cross a segment boundary to
+	// the files, so that no appender runs a rotation's fsync below the
+	// hard limit (appenders call Append under a page lock).
+	stop    chan struct{} // closed by Close to stop the background goroutine
+	done    chan struct{} // closed by the background goroutine when it exits
+	rotKick chan struct{} // capacity 1: a segment boundary is pending
 
 	startLSN LSN
 	stats    counters
@@ -182,10 +187,8 @@ func Open(o Options, at LSN) (*Writer, error) {
 	w.segLen = int64(at - w.fileStart)
 	w.head.Store(uint64(at))
 	w.durable.Store(uint64(at))
-	if o.Relaxed {
-		w.stop, w.done = make(chan struct{}), make(chan struct{})
-		go w.flushLoop(o.FlushInterval)
-	}
+	w.stop, w.done, w.rotKick = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+	go w.loop(o.Relaxed, o.FlushInterval)
 	return w, nil
 }
 
@@ -298,9 +301,11 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 		return 0, f.err
 	}
 	lsn = LSN(w.head.Load())
+	rotate := false
 	if w.segLen+int64(size) > w.segBytes && w.segLen > 0 {
 		w.bounds = append(w.bounds, bound{lsn: lsn, records: w.records})
 		w.segLen = 0
+		rotate = true
 	}
 	w.buf = appendEncode(w.buf, r, size)
 	w.segLen += int64(size)
@@ -309,13 +314,24 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 	pending := len(w.buf)
 	w.mu.Unlock()
 
+	if rotate {
+		// The rotation (an fsync of the full segment, a create and a
+		// directory fsync) runs in the background goroutine: the caller
+		// may hold a page lock and the cut gate.
+		select {
+		case w.rotKick <- struct{}{}:
+		default:
+		}
+	}
 	switch {
 	case pending >= hardFlushBytes:
+		// The log's backpressure: the files cannot keep up, and this
+		// appender writes (and rotates) itself.
 		w.writeMu.Lock()
-		err = w.flushLocked()
+		err = w.flush(true)
 		w.writeMu.Unlock()
 	case pending >= softFlushBytes && w.writeMu.TryLock():
-		err = w.flushLocked()
+		err = w.flush(false)
 		w.writeMu.Unlock()
 	}
 	if err != nil {
@@ -385,7 +401,7 @@ func (w *Writer) Recycle(below LSN) error {
 }
 
 // Close writes and fsyncs every appended record, stops the background
-// flusher and closes the segment. It returns the writer's failure, if any.
+// goroutine and closes the segment. It returns the writer's failure, if any.
 // Later calls return ErrClosed.
 func (w *Writer) Close() error {
 	w.mu.Lock()
