@@ -42,9 +42,10 @@
 //
 // Rotation protocol: segment N is fsynced before N+1 is created, and the
 // directory is fsynced right after the create and before any byte is
-// written to N+1. Rotation runs where the pending bytes are written: in
-// the writer's background goroutine, which Append kicks when a record
-// starts a new segment, or in a group-commit leader (Sync), never in an
+// written to N+1. Rotation runs where the pending bytes are written: in a
+// group-commit leader (Sync), in the relaxed-mode flusher, or in the
+// writer's background goroutine, which Append kicks when the pending bytes
+// past the soft flush threshold cross a segment boundary; never in an
 // Append below the hard limit, because the engine appends under a page
 // lock and the cut gate and a rotation waits for an fsync. Hence an existing older segment is always complete on
 // disk, which is what lets the reader treat any damage outside the last

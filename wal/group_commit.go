@@ -129,33 +129,36 @@ func (w *Writer) syncAllLocked() error {
 // flushLocked moves the pending bytes to the files, rotating segments at
 // the bounds Append recorded. writeMu is held; the append mutex only for
 // the buffer swap.
-func (w *Writer) flushLocked() error { return w.flush(true) }
+func (w *Writer) flushLocked() error {
+	_, err := w.flush(true)
+	return err
+}
 
-// flush is flushLocked; with rotate false it writes nothing when the
-// pending bytes cross a segment boundary (the background goroutine,
-// kicked by Append, rotates), so that it never fsyncs.
-func (w *Writer) flush(rotate bool) error {
+// flush is flushLocked; with rotate false it never fsyncs: when the
+// pending bytes cross a segment boundary it writes nothing and reports
+// them deferred (for the background goroutine to rotate).
+func (w *Writer) flush(rotate bool) (deferred bool, err error) {
 	if err := w.failure(); err != nil {
-		return err
+		return false, err
 	}
 	w.mu.Lock()
 	if !rotate && len(w.bounds) > 0 {
 		w.mu.Unlock()
-		return nil
+		return true, nil
 	}
 	data, bounds, start, recs := w.buf, w.bounds, w.bufStart, w.records
 	w.buf, w.bounds = w.spare[:0], w.spareBounds[:0]
 	w.bufStart = LSN(w.head.Load())
 	w.mu.Unlock()
 
-	err := w.writeOut(data, bounds, start)
+	err = w.writeOut(data, bounds, start)
 	w.spare, w.spareBounds = data[:0], bounds[:0]
 	if err != nil {
-		return err
+		return false, err
 	}
 	w.written = start + LSN(len(data))
 	w.writtenRecs = recs
-	return nil
+	return false, nil
 }
 
 // writeOut writes data, the log bytes from start on, rotating at bounds.
@@ -245,7 +248,8 @@ func (w *Writer) rotateLocked(b bound) error {
 }
 
 // loop is the writer's background goroutine. It rotates: when Append
-// kicks it (pending bytes cross a segment boundary) it writes them out,
+// kicks it (past the soft flush threshold, the pending bytes cross a
+// segment boundary) it writes them out,
 // fsyncing the full segment and creating the next, so that appenders,
 // which may hold a page lock and the cut gate, never wait for that fsync
 // (below the hard limit). In relaxed mode it is also the flusher: every

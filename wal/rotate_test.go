@@ -19,7 +19,7 @@ import (
 func TestAppendNeverWaitsForRotation(t *testing.T) {
 	o, h := newLog(t, wal.MinSegmentBytes)
 	w := openWriter(t, o, 0)
-	h.syncDelay = 50 * time.Millisecond
+	h.syncDelay.Store(int64(50 * time.Millisecond))
 	rng := newRand(t)
 	var recs []logged
 	var slowest time.Duration
@@ -54,7 +54,7 @@ func TestAppendNeverWaitsForRotation(t *testing.T) {
 	if d := w.DurableLSN(); d < segStart(t, segs[len(segs)-1]) {
 		t.Fatalf("durable LSN %d below the newest segment's start %d", d, segStart(t, segs[len(segs)-1]))
 	}
-	h.syncDelay = 0
+	h.syncDelay.Store(int64(0))
 	head := w.Head()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

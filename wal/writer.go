@@ -137,7 +137,7 @@ type Writer struct {
 	// hard limit (appenders call Append under a page lock).
 	stop    chan struct{} // closed by Close to stop the background goroutine
 	done    chan struct{} // closed by the background goroutine when it exits
-	rotKick chan struct{} // capacity 1: a segment boundary is pending
+	rotKick chan struct{} // capacity 1: pending bytes cross a segment boundary
 
 	startLSN LSN
 	stats    counters
@@ -301,43 +301,52 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 		return 0, f.err
 	}
 	lsn = LSN(w.head.Load())
-	rotate := false
 	if w.segLen+int64(size) > w.segBytes && w.segLen > 0 {
 		w.bounds = append(w.bounds, bound{lsn: lsn, records: w.records})
 		w.segLen = 0
-		rotate = true
 	}
 	w.buf = appendEncode(w.buf, r, size)
 	w.segLen += int64(size)
 	w.records++
 	w.head.Store(uint64(lsn) + uint64(size))
-	pending := len(w.buf)
+	pending, boundary := len(w.buf), len(w.bounds) > 0
 	w.mu.Unlock()
 
-	if rotate {
-		// The rotation (an fsync of the full segment, a create and a
-		// directory fsync) runs in the background goroutine: the caller
-		// may hold a page lock and the cut gate.
-		select {
-		case w.rotKick <- struct{}{}:
-		default:
-		}
-	}
+	// The caller may hold a page lock and the cut gate: below the hard
+	// limit it never waits for the file, and never rotates (a rotation
+	// fsyncs the full segment, then creates the next and fsyncs the
+	// directory). Pending bytes that cross a segment boundary go to the
+	// background goroutine instead.
 	switch {
 	case pending >= hardFlushBytes:
 		// The log's backpressure: the files cannot keep up, and this
 		// appender writes (and rotates) itself.
 		w.writeMu.Lock()
-		err = w.flush(true)
+		_, err = w.flush(true)
 		w.writeMu.Unlock()
+	case pending >= softFlushBytes && boundary:
+		w.kickRotation()
 	case pending >= softFlushBytes && w.writeMu.TryLock():
-		err = w.flush(false)
+		var deferred bool
+		deferred, err = w.flush(false)
 		w.writeMu.Unlock()
+		if deferred {
+			w.kickRotation()
+		}
 	}
 	if err != nil {
 		return 0, err
 	}
 	return lsn, nil
+}
+
+// kickRotation asks the background goroutine to write out the pending
+// bytes, rotating where they cross a segment boundary.
+func (w *Writer) kickRotation() {
+	select {
+	case w.rotKick <- struct{}{}:
+	default:
+	}
 }
 
 // Head returns the LSN just past the last appended record.
