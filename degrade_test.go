@@ -19,6 +19,7 @@ type syncFaultFS struct {
 	*vfs.Injector
 	match func(base string) bool
 	armed atomic.Bool
+	skip  atomic.Int64 // matching fsyncs to let through first while armed
 	hits  atomic.Int64 // failed fsyncs
 }
 
@@ -46,7 +47,7 @@ func (s *syncFaultFS) OpenReadWrite(name string) (vfs.File, error) {
 }
 
 func (f *syncFaultFile) Sync() error {
-	if f.fs.armed.Load() && f.fs.match(filepath.Base(f.name)) {
+	if f.fs.armed.Load() && f.fs.match(filepath.Base(f.name)) && f.fs.skip.Add(-1) < 0 {
 		// The injector counts the Sync below as its next operation.
 		f.fs.Injector.SetFailAt(f.fs.Injector.Ops()+1, vfs.FaultEIO)
 		err := f.File.Sync()
@@ -149,5 +150,69 @@ func TestFailedSyncDegrades(t *testing.T) {
 				t.Fatalf("put after reopen: %v", err)
 			}
 		})
+	}
+}
+
+// TestFailedGCSyncDegrades: a data-file GC rewrite whose fsync fails
+// degrades the DB like a checkpoint's (before: logged and retried every
+// round while writes went on).
+func TestFailedGCSyncDegrades(t *testing.T) {
+	fs := &syncFaultFS{Injector: vfs.NewInjector(vfs.NewMem()), match: func(b string) bool { return strings.HasSuffix(b, ".data") }}
+	opts := &bwkv.Options{FS: fs, GCLiveRatio: 0.9, GCSpaceAmp: 1}
+	db, err := bwkv.Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%04d", i)) }
+	for i := 0; i < 200; i++ {
+		if err := db.Put(key(i), []byte("0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 150; i++ { // 3/4 of the first file becomes junk
+		if err := db.Put(key(i), []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The checkpoint's own data-file fsync passes; the GC round after it
+	// rewrites the first file, and that fsync fails.
+	fs.skip.Store(1)
+	fs.armed.Store(true)
+	err = db.Checkpoint()
+	if err == nil {
+		err = db.Checkpoint() // the round's degradation shows on the next call
+	}
+	fs.armed.Store(false)
+	if fs.hits.Load() != 1 || !errors.Is(err, bwkv.ErrReadOnly) || !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("GC with a failed data-file fsync: %d fsyncs failed, %v; want 1 and ErrReadOnly wrapping it", fs.hits.Load(), err)
+	}
+	if st := db.Stats(); st.GC.FilesRewritten != 0 || !strings.Contains(st.Degraded, "gc: sync") {
+		t.Fatalf("Stats: %d files rewritten, Degraded %q; want the failed rewrite named", st.GC.FilesRewritten, st.Degraded)
+	}
+	if err := db.Put([]byte("after"), []byte("x")); !errors.Is(err, bwkv.ErrReadOnly) {
+		t.Fatalf("put after degrading: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("close after degrading: %v", err)
+	}
+	db, err = bwkv.Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 200; i++ {
+		want := "1"
+		if i >= 150 {
+			want = "0"
+		}
+		if v, err := db.Get(key(i)); err != nil || string(v) != want {
+			t.Fatalf("%s = %q, %v; want %q", key(i), v, err, want)
+		}
+	}
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatalf("GC after reopen: %v", err)
 	}
 }
