@@ -75,7 +75,7 @@ func (db *DB) afterWrite() {
 // bounded (10 s): a checkpointer that keeps failing (a full disk) must not
 // hang writers forever; the stall count shows it.
 func (db *DB) backpressure() {
-	for i := 0; i < 100 && db.mustWait(); i++ {
+	for i := 0; i < 100 && !db.readOnly.Load() && db.mustWait(); i++ {
 		if i == 0 {
 			db.ckpt.stalls.Add(1)
 		}
@@ -141,6 +141,11 @@ func (db *DB) checkpointLoop() {
 // checkpointOnce publishes a pending sealed generation (a failed earlier
 // attempt) and then, if asked or due, cuts and publishes the hot one.
 func (db *DB) checkpointOnce(force bool) error {
+	if db.degraded.Load() != nil {
+		// Nothing more is published after an unrecoverable I/O error:
+		// the next open recovers from the log.
+		return db.errReadOnly()
+	}
 	if g := db.gens.Sealed(); g != nil {
 		if err := db.publish(g); err != nil {
 			return err
@@ -180,7 +185,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	}
 	res, err := checkpoint.Run(env, g)
 	if err != nil {
-		if errors.Is(err, checkpoint.ErrLogSync) {
+		if fatalIO(err) {
 			return db.degrade(err)
 		}
 		return err

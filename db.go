@@ -62,8 +62,13 @@ type DB struct {
 	gc    gcState // data-file GC (gc.go)
 
 	recovery RecoveryStats
-	// degraded holds the error that made the DB read-only (a failed log
-	// write or fsync); nil while healthy.
+	// logEnd is where a WALRecoveryTruncateDamaged open cut a damaged
+	// log (when logCut); open records it in the manifest.
+	logEnd wal.LSN
+	logCut bool
+	// degraded holds the error that made the DB read-only (a failed
+	// fsync of the log, the manifest or a data file: fatalIO); nil while
+	// healthy.
 	degraded atomic.Pointer[error]
 
 	closed   atomic.Bool
@@ -169,13 +174,28 @@ func (db *DB) open(exists bool) error {
 	default:
 		return db.openErr(err)
 	}
-	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize, Compression: compressionName(o.Compression)}
+	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize,
+		MaxValueSize: o.MaxValueSize, Compression: compressionName(o.Compression)}
 	if st.FormatVersion != 0 {
-		if st.Options != db.format {
-			db.log.Info("bwkv: stored format options win over the requested ones", "stored", st.Options, "requested", db.format)
+		stored := st.Options
+		if stored.MaxValueSize == 0 {
+			// A manifest from before MaxValueSize was stored: the request
+			// stands (a log record too large for it fails its write with
+			// ErrValueTooLarge, never the DB).
+			stored.MaxValueSize = o.MaxValueSize
 		}
-		db.format = st.Options
-		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize = st.Options.PageSplitEntries, st.Options.BlobThreshold, st.Options.MaxKeySize
+		if stored != db.format {
+			db.log.Info("bwkv: stored format options win over the requested ones", "stored", stored, "requested", db.format)
+		}
+		db.format = stored
+		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize, o.MaxValueSize = stored.PageSplitEntries, stored.BlobThreshold, stored.MaxKeySize, stored.MaxValueSize
+		if min := o.minSegment(); o.WALSegmentBytes < min {
+			// Every update or delete of a stored value logs its full old
+			// value: segments must fit the stored limits, not the
+			// requested ones.
+			db.log.Info("bwkv: WALSegmentBytes raised to fit the stored MaxKeySize and MaxValueSize", "requested", o.WALSegmentBytes, "used", min)
+			o.WALSegmentBytes = min
+		}
 	}
 	db.pt = pagetable.New[node.Page](tree.RootPID + 1)
 	for pid, addr := range st.Pages {
@@ -205,7 +225,7 @@ func (db *DB) open(exists bool) error {
 	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }
-	if err := db.recover(exists, wal.LSN(st.AnalysisStart), wal.LSN(st.Frontier)); err != nil {
+	if err := db.recover(exists, st); err != nil {
 		return err
 	}
 	if o.ReadOnly {
@@ -225,6 +245,13 @@ func (db *DB) open(exists bool) error {
 			FormatVersion: manifest.FormatVersion,
 			Options:       db.format,
 		}); err != nil {
+			return db.openErr(err)
+		}
+	}
+	if db.logCut && uint64(db.logEnd) < st.LogSynced {
+		// The log was cut below the LSN the last publish synced: record
+		// the new end, or the next open would report the cut as damage.
+		if err := db.man.Commit(&manifest.Edit{Has: manifest.HasLogSynced, LogSynced: uint64(db.logEnd)}); err != nil {
 			return db.openErr(err)
 		}
 	}
@@ -369,7 +396,7 @@ func (db *DB) Begin() (*Txn, error) {
 		return nil, err
 	}
 	if db.readOnly.Load() {
-		return nil, ErrReadOnly
+		return nil, db.errReadOnly()
 	}
 	tx := &Txn{db: db, st: db.mv.Begin()}
 	tx.r.Init(db.mv, tx.st.ID, tx.st.ID)
@@ -499,7 +526,7 @@ func (db *DB) Checkpoint() error {
 		return nil
 	}
 	if db.readOnly.Load() {
-		return ErrReadOnly
+		return db.errReadOnly()
 	}
 	done := make(chan error, 1)
 	select {

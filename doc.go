@@ -39,6 +39,26 @@
 // files exceed Options.GCSpaceAmp times their live bytes) are rewritten
 // into new files. Stats.GC reports it.
 //
+// # Faults
+//
+// A failed fsync (of the log, the manifest or a data file) is never
+// retried and trusted, since the kernel may have dropped the dirty pages:
+// the DB turns read-only until it is reopened. Writes then return an
+// error matching ErrReadOnly that wraps the cause, Stats.Degraded names
+// it, checkpoints and GC stop, reads and Close keep working, and Open
+// recovers every acknowledged commit from the log. A failed data-file
+// write (a full disk) only abandons that checkpoint or GC round; a later
+// one retries.
+//
+// Open tells a torn tail (the partly written end of the log a crash
+// leaves, cut off and counted in Stats.Recovery.TornBytes) from damage: a
+// bad log record followed by a valid one, a bad or missing record below
+// what the last checkpoint synced, or a missing segment. Damage fails Open
+// with a *CorruptionError naming the file and offset, and Open changes
+// nothing; Options.WALRecovery = WALRecoveryTruncateDamaged instead keeps
+// the longest valid prefix and reports what it dropped (Stats.Recovery,
+// the Logger).
+//
 // # Caveats
 //
 //   - CacheBytes bounds clean pages: the evictor shrinks clean leaves to

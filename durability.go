@@ -1,11 +1,15 @@
 package bwkv
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
+	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/recovery"
 	"github.com/bwkv/bwkv/wal"
 )
@@ -22,16 +26,39 @@ func (db *DB) durableLSN() uint64 {
 	return uint64(db.wal.DurableLSN())
 }
 
-// degrade turns the DB read-only after an unrecoverable log error (a
-// failed fsync is never retried and trusted) and returns the error to hand
-// the caller.
+// degrade turns the DB read-only after an unrecoverable I/O error (a
+// failed fsync of the log, the manifest or a data file: never retried and
+// trusted, see fatalIO) and returns the error to hand the caller, which
+// matches ErrReadOnly and wraps err. Background work stops at its next
+// step (checkpointOnce, collectGarbage), writers stop waiting for it
+// (backpressure), Close works, and reopening recovers every acknowledged
+// commit from the log.
 func (db *DB) degrade(err error) error {
 	if db.degraded.CompareAndSwap(nil, &err) {
 		db.readOnly.Store(true)
 		db.stats.bgErrors.Add(1)
-		db.log.Error("bwkv: log failure; the database is read-only until reopened", "err", err)
+		db.log.Error("bwkv: unrecoverable I/O error; the database is read-only until reopened", "err", err)
+		db.ckpt.renew() // wake writers held by backpressure
 	}
-	return fmt.Errorf("%w: %v", ErrReadOnly, err)
+	return fmt.Errorf("%w: %w", ErrReadOnly, err)
+}
+
+// errReadOnly is the error a write to a read-only DB returns: ErrReadOnly,
+// wrapping the cause when an I/O error degraded the DB.
+func (db *DB) errReadOnly() error {
+	if d := db.degraded.Load(); d != nil {
+		return fmt.Errorf("%w: degraded by an earlier I/O error: %w", ErrReadOnly, *d)
+	}
+	return ErrReadOnly
+}
+
+// fatalIO reports whether a background step failed in a way that must
+// degrade the DB: an fsync (of the log, the manifest or a data file) whose
+// outcome is unknown. Other failures, such as a data-file write refused
+// with ENOSPC, abandon the step, which a later one retries.
+func fatalIO(err error) bool {
+	return errors.Is(err, checkpoint.ErrLogSync) || errors.Is(err, wal.ErrFailed) ||
+		errors.Is(err, manifest.ErrFailed) || errors.Is(err, pool.ErrSync)
 }
 
 // walOptions returns the log's options.
@@ -45,8 +72,11 @@ func (db *DB) walOptions() wal.Options {
 	}
 }
 
-// recover replays the log into the tree and undoes the losers (DESIGN §7).
-func (db *DB) recover(exists bool, from, frontier wal.LSN) error {
+// recover replays the log into the tree and undoes the losers (recovery
+// package doc). st is the manifest state: where the log is read from, and
+// how far it was durable at the last publish.
+func (db *DB) recover(exists bool, st *manifest.State) error {
+	from, frontier := wal.LSN(st.AnalysisStart), wal.LSN(st.Frontier)
 	if !exists {
 		w, err := wal.Open(db.walOptions(), 0)
 		if err != nil {
@@ -55,21 +85,30 @@ func (db *DB) recover(exists bool, from, frontier wal.LSN) error {
 		db.wal = w
 		return nil
 	}
-	ro := recovery.Options{WAL: db.walOptions(), From: from, Frontier: frontier, Hook: testRecoveryHook, ReadOnly: db.opts.ReadOnly}
+	ro := recovery.Options{
+		WAL: db.walOptions(), From: from, Frontier: frontier, Synced: wal.LSN(st.LogSynced),
+		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,
+		Hook:            testRecoveryHook, ReadOnly: db.opts.ReadOnly,
+	}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {
 		return db.openErr(err)
 	}
+	if res.Damage != nil {
+		db.recovery.DroppedBytes = uint64(res.DroppedBytes)
+		db.recovery.Damage = asCorruption(res.Damage).Error()
+		db.log.Error("bwkv: damaged log truncated (WALRecoveryTruncateDamaged): commits after the damage are lost",
+			"damage", db.recovery.Damage, "keptUpTo", uint64(res.End), "droppedBytes", res.DroppedBytes)
+		db.logEnd, db.logCut = res.End, true
+	}
 	db.wal = w
 	db.mv.AdvanceTo(res.MaxTxID)
 	db.mv.RetireAll()
-	db.recovery = RecoveryStats{
-		RecordsReplayed: uint64(res.RecordsReplayed),
-		LosersUndone:    uint64(res.LosersUndone),
-		CLRsWritten:     uint64(res.CLRsWritten),
-		TornBytes:       uint64(res.TornBytes),
-		Duration:        res.Duration,
-	}
+	db.recovery.RecordsReplayed = uint64(res.RecordsReplayed)
+	db.recovery.LosersUndone = uint64(res.LosersUndone)
+	db.recovery.CLRsWritten = uint64(res.CLRsWritten)
+	db.recovery.TornBytes = uint64(res.TornBytes)
+	db.recovery.Duration = res.Duration
 	return nil
 }
 

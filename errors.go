@@ -36,7 +36,8 @@ var (
 	// ErrVersion: the files were written by a newer format version.
 	ErrVersion = errors.New("bwkv: unsupported format version")
 	// ErrReadOnly: the DB was opened read-only, or an unrecoverable I/O
-	// error (a failed log fsync) degraded it until it is reopened.
+	// error (a failed fsync of the log, the manifest or a data file)
+	// degraded it until it is reopened; the error then wraps the cause.
 	ErrReadOnly = errors.New("bwkv: read-only")
 )
 

@@ -94,7 +94,8 @@ func (db *DB) initGC() {
 // collectGarbage runs one GC round in the checkpointer goroutine, right
 // after a checkpoint attempt, when one is due (or force: DB.Checkpoint).
 // Failures are counted and logged, never returned: a failed step leaves
-// what a crash there would, and a later round resumes. It reports whether
+// what a crash there would, and a later round resumes, except for a failed
+// fsync, which degrades the DB (fatalIO). It reports whether
 // another round should follow soon.
 func (db *DB) collectGarbage(force bool) bool {
 	g := &db.gc
@@ -105,7 +106,11 @@ func (db *DB) collectGarbage(force bool) bool {
 	more, err := g.coll.Round()
 	g.running.Store(false)
 	db.ckpt.renew() // wake writers held by backpressure
-	if err != nil {
+	switch {
+	case err != nil && fatalIO(err):
+		_ = db.degrade(err) // no more rounds: collectGarbage checks readOnly
+		more = false
+	case err != nil:
 		db.stats.bgErrors.Add(1)
 		db.log.Warn("bwkv: data-file GC failed; will retry", "err", err)
 		more = true

@@ -351,8 +351,8 @@ func TestGCPowerLoss(t *testing.T) {
 
 // TestGCIOErrors is TESTING.md layer 6 for the GC workload: the i-th file
 // operation fails (EIO, ENOSPC, short write). A failed checkpoint or GC
-// step is a background error, never corruption: commits go on unless the
-// log failed, and the directory reopens to the acknowledged state with no
+// step is a background error, never corruption: commits go on unless an
+// fsync failed (then ErrReadOnly), and the directory reopens to the acknowledged state with no
 // orphan file.
 func TestGCIOErrors(t *testing.T) {
 	const commits = 40

@@ -33,6 +33,36 @@ func (d Durability) String() string {
 	return fmt.Sprintf("Durability(%d)", int(d))
 }
 
+// WALRecovery says what Open does with a damaged log (the package doc's
+// crash-safety section describes what counts as damage).
+type WALRecovery int
+
+const (
+	// WALRecoveryStrict (default): a damaged log fails Open with an error
+	// matching ErrCorruption (a *CorruptionError naming the segment file
+	// and offset), and Open changes nothing. Only a torn tail, the
+	// partly written end of the log a crash leaves, is cut off silently
+	// (Stats.Recovery.TornBytes).
+	WALRecoveryStrict WALRecovery = iota
+	// WALRecoveryTruncateDamaged keeps the longest valid prefix of a
+	// damaged log and drops the rest, commits acknowledged after the
+	// damage included: an explicit way out of a failing Open. What was
+	// dropped is reported in Stats.Recovery (Damage, DroppedBytes) and
+	// logged at error level. A log damaged below the last checkpoint's
+	// frontier still fails Open: its records are partly in the data files.
+	WALRecoveryTruncateDamaged
+)
+
+func (r WALRecovery) String() string {
+	switch r {
+	case WALRecoveryStrict:
+		return "strict"
+	case WALRecoveryTruncateDamaged:
+		return "truncate-damaged"
+	}
+	return fmt.Sprintf("WALRecovery(%d)", int(r))
+}
+
 // walRecordOverhead bounds a log record's header and framing bytes.
 const walRecordOverhead = 64
 
@@ -47,7 +77,8 @@ type Options struct {
 	// Past it, clean leaves are evicted (see the package Caveats).
 	CacheBytes int64
 	// WALSegmentBytes is the log segment size; default 64 MiB. It must be at
-	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments).
+	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments);
+	// Open raises it to fit the stored MaxValueSize and MaxKeySize.
 	WALSegmentBytes int64
 	// DataFileBytes is the target size of a data file; default 64 MiB.
 	// A GC rewrite copies about this much live data into one file, and a
@@ -56,7 +87,9 @@ type Options struct {
 	DataFileBytes int64
 	// MaxKeySize in bytes; default 4096. Persisted: the stored value wins.
 	MaxKeySize int
-	// MaxValueSize in bytes; default 4 MiB.
+	// MaxValueSize in bytes; default 4 MiB. Persisted: the stored value
+	// wins, so an update or delete of any stored value can always be
+	// logged with its full old value.
 	MaxValueSize int
 	// PageSplitEntries is the number of distinct keys above which a page
 	// splits; default 128. Persisted.
@@ -85,6 +118,9 @@ type Options struct {
 	// at least 1. With the log and the manifest this keeps the directory
 	// within about 1.5x the live data under steady updates.
 	GCSpaceAmp float64
+	// WALRecovery says what Open does with a damaged log; default
+	// WALRecoveryStrict.
+	WALRecovery WALRecovery
 	// ReadOnly opens without recovery writes or background work; writes
 	// return ErrReadOnly.
 	ReadOnly bool
@@ -165,6 +201,9 @@ func (o *Options) Validate() error {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("bwkv: options: "+format, a...)) }
 	if o.Durability != DurabilitySync && o.Durability != DurabilityRelaxed {
 		bad("Durability %d is not DurabilitySync or DurabilityRelaxed", int(o.Durability))
+	}
+	if o.WALRecovery != WALRecoveryStrict && o.WALRecovery != WALRecoveryTruncateDamaged {
+		bad("WALRecovery %d is not WALRecoveryStrict or WALRecoveryTruncateDamaged", int(o.WALRecovery))
 	}
 	if o.CheckpointBytes < 4096 {
 		bad("CheckpointBytes %d < 4096", o.CheckpointBytes)

@@ -21,6 +21,10 @@ type Stats struct {
 	BackpressureStalls uint64
 	// BackgroundErrors counts failures of background work.
 	BackgroundErrors uint64
+	// Degraded is the unrecoverable I/O error (a failed fsync of the log,
+	// the manifest or a data file) that made the DB read-only until it is
+	// reopened; empty while healthy.
+	Degraded string
 }
 
 // WALStats describes the log.
@@ -43,6 +47,11 @@ type CheckpointStats struct {
 type RecoveryStats struct {
 	RecordsReplayed, LosersUndone, CLRsWritten, TornBytes uint64
 	Duration                                              time.Duration
+	// DroppedBytes counts the log bytes a WALRecoveryTruncateDamaged open
+	// gave up at damage (zero otherwise), and Damage describes that
+	// damage (empty: none). Commits in the dropped bytes are lost.
+	DroppedBytes uint64
+	Damage       string
 }
 
 // GCStats describes data-file garbage collection (DESIGN §8) since Open.
@@ -121,6 +130,9 @@ func (db *DB) Stats() Stats {
 	s.GC = db.gcStats()
 	s.BackpressureStalls = c.stalls.Load()
 	s.BackgroundErrors = db.stats.bgErrors.Load()
+	if d := db.degraded.Load(); d != nil {
+		s.Degraded = (*d).Error()
+	}
 	if db.wal != nil {
 		ws := db.wal.Stats()
 		s.WAL = WALStats{
@@ -166,6 +178,7 @@ func (s Stats) String() string {
 	row("recovery", "losers undone", s.Recovery.LosersUndone)
 	row("recovery", "CLRs written", s.Recovery.CLRsWritten)
 	row("recovery", "torn bytes", s.Recovery.TornBytes)
+	row("recovery", "damaged bytes dropped", s.Recovery.DroppedBytes)
 	row("recovery", "duration", s.Recovery.Duration)
 	row("gc", "rounds", s.GC.Rounds)
 	row("gc", "files rewritten", s.GC.FilesRewritten)
@@ -200,5 +213,8 @@ func (s Stats) String() string {
 	row("txn", "oldest snapshot age", s.Txn.OldestSnapshotAge)
 	row("engine", "backpressure stalls", s.BackpressureStalls)
 	row("engine", "background errors", s.BackgroundErrors)
+	if s.Degraded != "" {
+		row("engine", "degraded (read-only)", s.Degraded)
+	}
 	return b.String()
 }

@@ -1,6 +1,8 @@
 package bwkv
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/bwkv/bwkv/delta"
@@ -116,7 +118,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		return err
 	}
 	if tx.db.readOnly.Load() {
-		return ErrReadOnly
+		return tx.db.errReadOnly()
 	}
 	me, start := tx.st.ID, tx.st.ID
 	mv := tx.db.mv
@@ -244,6 +246,14 @@ func (tx *Txn) log(r *wal.Record) (wal.LSN, error) {
 	r.Seq = tx.seq
 	r.PrevLSN = tx.last
 	lsn, err := db.wal.Append(r)
+	if errors.Is(err, wal.ErrRecordTooLarge) {
+		// Nothing was logged for this write: it fails alone and the
+		// txn, the log and the DB go on. (Segments are sized from the
+		// stored MaxKeySize and MaxValueSize, so only a database whose
+		// manifest predates the stored MaxValueSize gets here.)
+		tx.seq--
+		return 0, fmt.Errorf("%w: the log record (key, value and the full old value) does not fit in a log segment: %w", ErrValueTooLarge, err)
+	}
 	if err != nil {
 		return 0, db.degrade(err)
 	}
@@ -290,7 +300,12 @@ func (tx *Txn) rollback(count bool) error {
 			// A failed append degrades the DB; the compensation is still
 			// installed so this process never shows the txn's writes, and
 			// the next open undoes it from the log.
-			lsn, _ := tx.log(&rec)
+			lsn, err := tx.log(&rec)
+			if err != nil && db.degraded.Load() == nil {
+				// Without its CLR the end record would make the next
+				// open treat the write as undone when it is not.
+				_ = db.degrade(err)
+			}
 			d := delta.New(u.key, u.old, tx.st.ID, rec.Seq, flags)
 			d.LSN = uint64(lsn)
 			return d, nil

@@ -94,6 +94,9 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	if err := e.WAL.Sync(e.WAL.Head()); err != nil {
 		return res, fmt.Errorf("%w: %w", ErrLogSync, err)
 	}
+	// Recorded in the manifest: a log that later ends, or is damaged,
+	// below this LSN lost bytes that were durable (wal package doc).
+	logSynced := uint64(e.WAL.DurableLSN())
 
 	// Gather the sealed states' unwritten frames.
 	var frames []*delta.Frame
@@ -155,7 +158,8 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 
 	st := e.Manifest.State() // a copy: O(pages), once per checkpoint
 	edit := &manifest.Edit{
-		Has:           manifest.HasNextPID | manifest.HasNextAddr | manifest.HasOracle | manifest.HasFrontier | manifest.HasAnalysisStart,
+		Has:           manifest.HasNextPID | manifest.HasNextAddr | manifest.HasOracle | manifest.HasFrontier | manifest.HasAnalysisStart | manifest.HasLogSynced,
+		LogSynced:     logSynced,
 		NextPID:       uint64(e.Table.Next()),
 		NextAddr:      g.SnapAddr + 1,
 		Oracle:        e.Oracle(),
@@ -249,11 +253,11 @@ func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileInfo
 	}
 	failpoints.Hit(failpoints.CheckpointDataSync)
 	if err := f.Sync(); err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync %s: %w", name, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync %s: %w: %w", name, pool.ErrSync, err)
 	}
 	failpoints.Hit(failpoints.CheckpointDirSync)
 	if err := e.FS.SyncDir(e.Dir); err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync dir %s: %w", e.Dir, err)
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync dir %s: %w: %w", e.Dir, pool.ErrSync, err)
 	}
 	return info, nil
 }

@@ -57,4 +57,7 @@
 // A failure in 2–4 abandons the attempt: the sealed generation stays
 // sealed and the next attempt rewrites it into a new file (the abandoned
 // file's id is at or above nothing the manifest names, so Open deletes it).
+// A failed fsync in 3 (wrapping pool.ErrSync) or in a manifest commit
+// (manifest.ErrFailed) is reported like the log's in 1: the caller
+// degrades the DB rather than retrying an fsync whose outcome is unknown.
 package checkpoint

@@ -424,10 +424,10 @@ func (c *Collector) write(id manifest.FileID, live []frameAt) (pool.FileInfo, er
 		return pool.FileInfo{}, fmt.Errorf("gc: write %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {
-		return pool.FileInfo{}, fmt.Errorf("gc: sync %s: %w", name, err)
+		return pool.FileInfo{}, fmt.Errorf("gc: sync %s: %w: %w", name, pool.ErrSync, err)
 	}
 	if err := c.env.FS.SyncDir(c.env.Dir); err != nil {
-		return pool.FileInfo{}, fmt.Errorf("gc: sync dir %s: %w", c.env.Dir, err)
+		return pool.FileInfo{}, fmt.Errorf("gc: sync dir %s: %w: %w", c.env.Dir, pool.ErrSync, err)
 	}
 	return info, nil
 }

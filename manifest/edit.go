@@ -43,6 +43,11 @@ type FormatOptions struct {
 	MaxKeySize       int
 	// Compression names the frame codec: "" for none, "zstd".
 	Compression string
+	// MaxValueSize bounds a value (0: not recorded, from a manifest
+	// written before it was persisted). It is format-defining because the
+	// log must be able to hold an update or delete record carrying the
+	// full old value of any stored value: WAL segments are sized from it.
+	MaxValueSize int
 }
 
 // Field is a set of presence flags for the optional scalar fields of an
@@ -61,8 +66,9 @@ const (
 	HasFrontier
 	HasAnalysisStart
 	HasStageFile
+	HasLogSynced
 
-	allFields = HasStageFile<<1 - 1
+	allFields = HasLogSynced<<1 - 1
 )
 
 // Edit is one manifest record: a change to the State. Scalars are applied
@@ -96,6 +102,13 @@ type Edit struct {
 	// never above Frontier.
 	Frontier      uint64
 	AnalysisStart uint64
+
+	// LogSynced is the log LSN a checkpoint publish had fsynced before
+	// its manifest commit (HasLogSynced). It moves forward, except when an
+	// open that truncated a damaged log lowers it to the new end. Every log
+	// byte below it was durable, so a log that ends below it, or a bad
+	// record below it, is damage, never a torn tail (wal package doc).
+	LogSynced uint64
 
 	// StageFile marks the data file a GC rewrite is writing (HasStageFile);
 	// NoFile clears the mark. The DB's Open deletes a staged file: no range

@@ -31,6 +31,12 @@ const (
 	tagFileStats      = 16
 	tagPendingDeletes = 17
 	tagDeletedFiles   = 18
+	tagLogSynced      = 19
+	// tagMaxValueSize carries FormatOptions.MaxValueSize. It is a tag of
+	// its own (not part of tagOptions' value) so that manifests written
+	// before it existed still decode; it is present only with tagOptions
+	// and only when non-zero.
+	tagMaxValueSize = 20
 )
 
 // maxCodecLen bounds the Compression codec name.
@@ -88,6 +94,10 @@ func (e *Edit) Encode(dst []byte) []byte {
 	dst = appendFiles(dst, tagFileStats, e.FileStats)
 	dst = appendIDs(dst, tagPendingDeletes, e.PendingDeletes)
 	dst = appendIDs(dst, tagDeletedFiles, e.DeletedFiles)
+	scalar(HasLogSynced, tagLogSynced, e.LogSynced)
+	if e.Has&HasOptions != 0 && e.Options.MaxValueSize != 0 {
+		dst = u(u(dst, tagMaxValueSize), intBits(e.Options.MaxValueSize))
+	}
 	return dst
 }
 
@@ -314,6 +324,19 @@ func (d *decoder) field(e *Edit, tag uint64) {
 		e.PendingDeletes = d.ids("pending deletes")
 	case tagDeletedFiles:
 		e.DeletedFiles = d.ids("deleted files")
+	case tagLogSynced:
+		e.Has |= HasLogSynced
+		e.LogSynced = d.uvarint("log synced")
+	case tagMaxValueSize:
+		// Only as part of the options; zero is never encoded, so that
+		// every edit keeps exactly one encoding.
+		if e.Has&HasOptions == 0 {
+			d.fail("edit: max value size without format options")
+			return
+		}
+		if e.Options.MaxValueSize = d.int("max value size"); d.err == nil && e.Options.MaxValueSize == 0 {
+			d.fail("edit: max value size 0")
+		}
 	default:
 		d.fail("edit: unknown tag %d", tag)
 	}

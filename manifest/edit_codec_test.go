@@ -18,6 +18,8 @@ var codecCases = []struct {
 	{"format version", Edit{Has: HasFormatVersion, FormatVersion: 1}},
 	{"options", Edit{Has: HasOptions, Options: FormatOptions{PageSplitEntries: 64, BlobThreshold: 1 << 20, MaxKeySize: 4096, Compression: "zstd"}}},
 	{"zero options", Edit{Has: HasOptions}},
+	{"options with max value size", Edit{Has: HasOptions, Options: FormatOptions{MaxKeySize: 16, MaxValueSize: 1 << 30}}},
+	{"log synced", Edit{Has: HasLogSynced, LogSynced: 1 << 33}},
 	{"next pid", Edit{Has: HasNextPID, NextPID: 77}},
 	{"next addr", Edit{Has: HasNextAddr, NextAddr: math.MaxUint64}},
 	{"next file id", Edit{Has: HasNextFileID, NextFileID: 9}},
@@ -36,8 +38,9 @@ var codecCases = []struct {
 	{"pending deletes", Edit{PendingDeletes: []FileID{8, 2}}},
 	{"deleted files", Edit{DeletedFiles: []FileID{1}}},
 	{"everything", Edit{
-		Has: allFields, FormatVersion: 1, Options: FormatOptions{PageSplitEntries: 1, Compression: "x"},
-		NextPID: 1, NextAddr: 2, NextFileID: 3, Oracle: 4, NextManifest: 5, Frontier: 6, AnalysisStart: 7, StageFile: 8,
+		Has: allFields, FormatVersion: 1, Options: FormatOptions{PageSplitEntries: 1, Compression: "x", MaxValueSize: 9},
+		LogSynced: 10,
+		NextPID:   1, NextAddr: 2, NextFileID: 3, Oracle: 4, NextManifest: 5, Frontier: 6, AnalysisStart: 7, StageFile: 8,
 		SetPages: []PageEntry{{1, 2}}, RemovePages: []uint64{3}, AddRanges: []Range{{1, 2, 3}},
 		RemoveRanges: []Range{{4, 5, 6}}, AddFiles: []FileMeta{{1, 2, 3}}, FileStats: []FileMeta{{4, 5, 6}},
 		PendingDeletes: []FileID{7}, DeletedFiles: []FileID{8},
@@ -143,5 +146,19 @@ func TestFrame(t *testing.T) {
 	}
 	if _, _, ok := frameAt(make([]byte, 32), 0); ok {
 		t.Fatal("zero frame accepted")
+	}
+}
+
+// TestEditMaxValueSizeNeedsOptions: the max-value-size tag is part of the
+// format options; alone, or zero, it is not a canonical encoding.
+func TestEditMaxValueSizeNeedsOptions(t *testing.T) {
+	for name, enc := range map[string][]byte{
+		"without options": {editEncoding, tagMaxValueSize, 5},
+		"zero":            append((&Edit{Has: HasOptions}).Encode(nil), tagMaxValueSize, 0),
+	} {
+		var ce *CorruptionError
+		if _, err := DecodeEdit(enc); !errors.As(err, &ce) {
+			t.Errorf("%s: DecodeEdit(%x) = %v, want *CorruptionError", name, enc, err)
+		}
 	}
 }

@@ -11,6 +11,12 @@ import (
 // maps it to its public bwkv.ErrVersion.
 var ErrVersion = errors.New("manifest: newer format version")
 
+// ErrFailed is wrapped by the error of a commit whose durable outcome is
+// unknown (a failed write, fsync or rename) and by every later writer call:
+// the Manifest is then unusable until the next Open, because a failed
+// fsync is never retried and trusted. The DB degrades to read-only on it.
+var ErrFailed = errors.New("manifest: failed")
+
 // ErrClosed is returned by every method of a closed Manifest.
 var ErrClosed = errors.New("manifest: closed")
 

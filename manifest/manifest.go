@@ -145,8 +145,8 @@ func (m *Manifest) usable() error {
 // whenever the durable outcome of a write is unknown, since a failed fsync
 // is never retried and trusted.
 func (m *Manifest) fail(err error) error {
-	m.failed = err
-	return err
+	m.failed = fmt.Errorf("%w: %w", ErrFailed, err)
+	return m.failed
 }
 
 // SetRotateBytes sets the log size past which a commit rotates; n <= 0

@@ -29,6 +29,9 @@ type State struct {
 
 	Frontier      uint64
 	AnalysisStart uint64
+	// LogSynced is the log LSN the last checkpoint publish had fsynced
+	// (Edit.LogSynced); 0 if never recorded.
+	LogSynced uint64
 
 	// StageFile is the data file a GC rewrite has staged, or NoFile.
 	StageFile FileID
@@ -163,6 +166,10 @@ func (s *State) Snapshot() *Edit {
 	if s.StageFile != NoFile {
 		e.Has |= HasStageFile
 		e.StageFile = s.StageFile
+	}
+	if s.LogSynced != 0 {
+		e.Has |= HasLogSynced
+		e.LogSynced = s.LogSynced
 	}
 	if len(s.Pages) > 0 {
 		e.SetPages = make([]PageEntry, 0, len(s.Pages))

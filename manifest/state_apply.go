@@ -77,7 +77,7 @@ func (s *State) check(e *Edit) error {
 	}
 	if e.Has&HasOptions != 0 {
 		o := &e.Options
-		if o.PageSplitEntries < 0 || o.BlobThreshold < 0 || o.MaxKeySize < 0 || len(o.Compression) > maxCodecLen {
+		if o.PageSplitEntries < 0 || o.BlobThreshold < 0 || o.MaxKeySize < 0 || o.MaxValueSize < 0 || len(o.Compression) > maxCodecLen {
 			return corruptf("bad format options %+v", *o)
 		}
 	}
@@ -98,6 +98,9 @@ func (s *State) check(e *Edit) error {
 	check(HasNextManifest, "next manifest", s.NextManifest, e.NextManifest)
 	frontier = check(HasFrontier, "frontier", s.Frontier, e.Frontier)
 	analysis = check(HasAnalysisStart, "analysis start", s.AnalysisStart, e.AnalysisStart)
+	// LogSynced is not checked to move forward: an open that truncated a
+	// damaged log (WALRecoveryTruncateDamaged) lowers it to where the kept
+	// log ends.
 	if err != nil {
 		return err
 	}
@@ -325,6 +328,9 @@ func (s *State) mutate(e *Edit) {
 	}
 	if e.Has&HasStageFile != 0 {
 		s.StageFile = e.StageFile
+	}
+	if e.Has&HasLogSynced != 0 {
+		s.LogSynced = e.LogSynced
 	}
 	for _, f := range e.AddFiles {
 		s.Files[f.ID] = f

@@ -17,6 +17,11 @@ var (
 	ErrClosed = errors.New("pool: file closed")
 	// ErrFinished: the FileWriter was used after Finish.
 	ErrFinished = errors.New("pool: writer finished")
+	// ErrSync is wrapped by the writers of data files (checkpoint, GC)
+	// around a failed fsync of a data file or of its directory: its
+	// outcome is unknown and never retried and trusted, so the DB
+	// degrades to read-only instead of trying again.
+	ErrSync = errors.New("pool: data file sync failed")
 )
 
 // CorruptionError reports data-file bytes that fail validation. The root

@@ -25,6 +25,13 @@ type Options struct {
 	// Frontier is the checkpoint frontier: records below it are already in
 	// the durable pages; redo starts here.
 	Frontier wal.LSN
+	// Synced is the log LSN the last checkpoint publish had fsynced (the
+	// manifest's LogSynced): a log ending or damaged below it lost
+	// durable bytes.
+	Synced wal.LSN
+	// TruncateDamaged keeps the longest valid prefix of a damaged log
+	// (Result.Damage says what was dropped) instead of failing.
+	TruncateDamaged bool
 	// Hook, if set, is called before each undo step (tests use it to
 	// crash in the middle of recovery).
 	Hook func()
@@ -40,6 +47,10 @@ type Result struct {
 	LosersUndone    int
 	CLRsWritten     int
 	TornBytes       int64
+	// Damage is the log damage a TruncateDamaged recovery cut the log at
+	// (nil: none); DroppedBytes the log bytes it gave up.
+	Damage       *wal.CorruptionError
+	DroppedBytes int64
 	// MaxTxID is the highest txid the log names (the oracle restarts above).
 	MaxTxID  uint64
 	End      wal.LSN
@@ -67,7 +78,8 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	start := time.Now()
 	var res Result
 	open := map[wal.TxID]*txn{}
-	rr, err := wal.Replay(o.WAL.FS, o.WAL.Dir, o.From, o.Frontier, func(lsn wal.LSN, r *wal.Record) error {
+	ropts := wal.ReplayOptions{From: o.From, Frontier: o.Frontier, Synced: o.Synced, TruncateDamaged: o.TruncateDamaged}
+	rr, err := wal.ReplayWith(o.WAL.FS, o.WAL.Dir, ropts, func(lsn wal.LSN, r *wal.Record) error {
 		res.RecordsReplayed++
 		if uint64(r.TxID) > res.MaxTxID {
 			res.MaxTxID = uint64(r.TxID)
@@ -103,11 +115,20 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	})
 	res.TornBytes = rr.TornBytes
 	res.End = rr.End
+	res.Damage, res.DroppedBytes = rr.Damage, rr.DroppedBytes
 	if err != nil {
 		return nil, res, err
 	}
 	var w *wal.Writer
 	if !o.ReadOnly {
+		// The first mutations: drop what a TruncateDamaged replay gave
+		// up, then (in Open) the torn tail. A read-only recovery leaves
+		// the files as they are and just stops at End.
+		if rr.Damage != nil {
+			if err := wal.DiscardAfter(o.WAL.FS, o.WAL.Dir, rr.End); err != nil {
+				return nil, res, fmt.Errorf("recovery: drop the damaged log after %d: %w", rr.End, err)
+			}
+		}
 		w, err = wal.Open(o.WAL, rr.End)
 		if err != nil {
 			return nil, res, fmt.Errorf("recovery: open log at %d: %w", rr.End, err)

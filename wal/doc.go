@@ -42,7 +42,12 @@
 //
 // Rotation protocol: segment N is fsynced before N+1 is created, and the
 // directory is fsynced right after the create and before any byte is
-// written to N+1. Hence an existing older segment is always complete on
+// written to N+1. Rotation runs where the pending bytes are written: in a
+// group-commit leader (Sync), in the relaxed-mode flusher, or in the
+// writer's background goroutine, which Append kicks when the pending bytes
+// past the soft flush threshold cross a segment boundary; never in an
+// Append below the hard limit, because the engine appends under a page
+// lock and the cut gate and a rotation waits for an fsync. Hence an existing older segment is always complete on
 // disk, which is what lets the reader treat any damage outside the last
 // segment as corruption, and a segment holding an acknowledged commit
 // always has a durable directory entry. Recycle deletes segments wholly
@@ -54,8 +59,9 @@
 //
 // Append encodes the record into an in-memory buffer under the append mutex
 // and returns its LSN; it does no I/O unless the buffer is large (then it
-// writes the buffer out, waiting for the file only past a hard limit, which
-// is the log's backpressure). Sync is leader/follower: a caller whose LSN
+// writes the buffer out if no segment boundary is pending, and waits for
+// the file, rotating itself, only past a hard limit, which is the log's
+// backpressure). Sync is leader/follower: a caller whose LSN
 // is not durable becomes the leader unless a sync is in flight (then it
 // waits). The leader swaps the buffer out (the append mutex is held only
 // for the swap, never across a write or an fsync), writes it under the
@@ -68,9 +74,9 @@
 // meanwhile; a rotation waits for an in-flight fsync before it closes the
 // segment.
 //
-// In relaxed mode commits do not call Sync; a background goroutine writes
-// and fsyncs every FlushInterval, rotation still fsyncs, Sync remains the
-// caller's flush point, and Close stops the goroutine.
+// In relaxed mode commits do not call Sync; the background goroutine also
+// writes and fsyncs every FlushInterval, rotation still fsyncs, Sync
+// remains the caller's flush point, and Close stops the goroutine.
 //
 // A failed write or fsync fails the writer for good: the error is recorded
 // (wrapping ErrFailed and the cause) and every later Append, Sync, Flush
@@ -80,27 +86,46 @@
 //
 // # Reader rules
 //
-// Replay(fs, dir, from, frontier, fn) is read-only, so the DB can validate
-// the whole log before its first mutation. from is the manifest's
-// analysisStart and frontier its checkpoint frontier; every byte below the
-// frontier was fsynced before the manifest recorded it.
+// ReplayWith(fs, dir, opts, fn) is read-only, so the DB can validate the
+// whole log before its first mutation. opts.From is the manifest's
+// analysisStart, opts.Frontier its checkpoint frontier and opts.Synced the
+// LSN the last checkpoint publish had fsynced; every byte below the
+// durable bound max(Frontier, Synced) was fsynced before the manifest
+// recorded it.
 //
-//   - Segments wholly below from are ignored, with no gap check (Recycle may
-//     have removed some of them and crashed).
-//   - From from on, the segments must be contiguous: a segment that does not
-//     start where its predecessor ends (a missing or short segment) is
-//     corruption, and so is a first segment that starts after from.
+//   - Segments wholly below From are ignored, with no gap check (Recycle
+//     may have removed some of them and crashed).
+//   - From From on, the segments must be contiguous: a segment that does
+//     not start where its predecessor ends (a missing or short segment) is
+//     corruption, and so is a first segment that starts after From.
+//   - Zero bytes to the end of a segment end it cleanly (a preallocated
+//     segment); ZeroBytes counts them in the last one.
 //   - In the last segment, the first bad record (too short for its header
-//     or its length, a bad length such as zeroes, a CRC mismatch) at or
-//     beyond the frontier ends the log: a torn or reordered tail left by a
-//     power loss, never acknowledged. Its bytes are counted in TornBytes,
-//     and Open truncates them.
-//   - A bad record below the frontier, or in any segment but the last, is
-//     corruption; so is a record whose CRC is valid but whose contents do
-//     not parse (a bug or a newer format, not a torn write); so is a log that
-//     ends below the frontier.
+//     or its length, a bad length, a CRC mismatch) at or beyond the
+//     durable bound ends the log, a torn tail left by a power loss and
+//     never acknowledged, only if no valid record of this log follows it
+//     in the segment (resync.go says what counts as one, so that random
+//     bytes cannot pass). Its bytes are counted in TornBytes, and Open
+//     truncates them. A bad record followed by a valid one is damage: the
+//     writer appends sequentially, so a later record on disk means the
+//     bad one was once written whole, and ending the log there would drop
+//     acknowledged commits silently.
+//   - Damage, a bad record below the durable bound or in any segment but
+//     the last, a record whose CRC is valid but whose contents do not
+//     parse (a bug or a newer format, not a torn write), and a log that
+//     ends below the durable bound (a missing or cut newest segment) are
+//     corruption.
+//
+// With opts.TruncateDamaged, corruption does not fail the replay: it stops
+// there, keeps the longest valid prefix and reports the damage and the
+// bytes it gives up (ReplayResult.Damage, DroppedBytes); the caller calls
+// DiscardAfter before Open continues the log. A prefix ending below the
+// frontier cannot be kept (its records are partly in the data files, and
+// the next redo would skip records logged below the frontier): that stays
+// corruption.
 //
 // Corruption is reported as *CorruptionError naming the file, the offset
 // and the reason; the root package maps it to its public error. The log is
-// never silently cut short below the frontier.
+// never silently cut short before an acknowledged commit the reader can
+// see or the manifest vouches for.
 package wal

@@ -130,23 +130,35 @@ func (w *Writer) syncAllLocked() error {
 // the bounds Append recorded. writeMu is held; the append mutex only for
 // the buffer swap.
 func (w *Writer) flushLocked() error {
+	_, err := w.flush(true)
+	return err
+}
+
+// flush is flushLocked; with rotate false it never fsyncs: when the
+// pending bytes cross a segment boundary it writes nothing and reports
+// them deferred (for the background goroutine to rotate).
+func (w *Writer) flush(rotate bool) (deferred bool, err error) {
 	if err := w.failure(); err != nil {
-		return err
+		return false, err
 	}
 	w.mu.Lock()
+	if !rotate && len(w.bounds) > 0 {
+		w.mu.Unlock()
+		return true, nil
+	}
 	data, bounds, start, recs := w.buf, w.bounds, w.bufStart, w.records
 	w.buf, w.bounds = w.spare[:0], w.spareBounds[:0]
 	w.bufStart = LSN(w.head.Load())
 	w.mu.Unlock()
 
-	err := w.writeOut(data, bounds, start)
+	err = w.writeOut(data, bounds, start)
 	w.spare, w.spareBounds = data[:0], bounds[:0]
 	if err != nil {
-		return err
+		return false, err
 	}
 	w.written = start + LSN(len(data))
 	w.writtenRecs = recs
-	return nil
+	return false, nil
 }
 
 // writeOut writes data, the log bytes from start on, rotating at bounds.
@@ -235,19 +247,35 @@ func (w *Writer) rotateLocked(b bound) error {
 	return nil
 }
 
-// flushLoop is the relaxed-mode flusher: every interval it writes and
-// fsyncs whatever was appended. A failure is sticky in the writer and is
-// reported by the next Append, Sync or Close, so the loop ignores it.
-func (w *Writer) flushLoop(interval time.Duration) {
+// loop is the writer's background goroutine. It rotates: when Append
+// kicks it (past the soft flush threshold, the pending bytes cross a
+// segment boundary) it writes them out,
+// fsyncing the full segment and creating the next, so that appenders,
+// which may hold a page lock and the cut gate, never wait for that fsync
+// (below the hard limit). In relaxed mode it is also the flusher: every
+// interval it writes and fsyncs whatever was appended. A failure is
+// sticky in the writer and is reported by the next Append, Sync or Close,
+// so the loop ignores it.
+func (w *Writer) loop(relaxed bool, interval time.Duration) {
 	defer close(w.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	var tick <-chan time.Time
+	if relaxed {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-w.stop:
 			return
-		case <-t.C:
+		case <-tick:
 			_ = w.Sync(w.Head())
+		case <-w.rotKick:
+			w.writeMu.Lock()
+			if w.file != nil {
+				_ = w.flushLocked()
+			}
+			w.writeMu.Unlock()
 		}
 	}
 }

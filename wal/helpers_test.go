@@ -24,7 +24,7 @@ import (
 // record the order of operations.
 type hookFS struct {
 	vfs.FS
-	syncDelay time.Duration
+	syncDelay atomic.Int64 // nanoseconds each file Sync sleeps
 	syncs     atomic.Int64 // file Sync calls
 	failSync  atomic.Pointer[error]
 	readOnly  atomic.Bool // every mutating call fails
@@ -145,8 +145,8 @@ func (f *hookFile) Sync() error {
 	if p := f.fs.failSync.Load(); p != nil {
 		return *p
 	}
-	if f.fs.syncDelay > 0 {
-		time.Sleep(f.fs.syncDelay)
+	if d := f.fs.syncDelay.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
 	}
 	return f.File.Sync()
 }

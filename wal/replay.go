@@ -28,48 +28,112 @@ type ReplayResult struct {
 	// Records is the number of valid records read (from from on).
 	Records int64
 	// End is where valid data ends: the Writer continues the log here
-	// (Open(o, End)).
+	// (Open(o, End)), after DiscardAfter(End) if Damage is set.
 	End LSN
 	// TornBytes counts the bytes past End in the last segment, a torn tail
-	// that Open will truncate.
+	// that Open will truncate. A zero-filled tail (a preallocated segment)
+	// is not torn: it is counted in ZeroBytes.
 	TornBytes int64
+	// ZeroBytes counts the zero bytes that end the last segment past End:
+	// a clean end of a preallocated segment.
+	ZeroBytes int64
 	// Segments lists every segment in the directory, ascending by LSN.
 	Segments []LSN
 	// Obsolete is the number of leading Segments that lie wholly below
 	// from: they were not read, and Writer.Recycle deletes them.
 	Obsolete int
+	// Damage is set only with ReplayOptions.TruncateDamaged: the damage
+	// the replay stopped at instead of failing. DroppedBytes counts the
+	// log bytes past End it gives up: the rest of the damaged segment,
+	// every later segment, and durable bytes already missing (a log that
+	// ends below the synced LSN).
+	Damage       *CorruptionError
+	DroppedBytes int64
+}
+
+// ReplayOptions say where a replay starts and what the manifest knows
+// about the log.
+type ReplayOptions struct {
+	// From is the manifest's analysisStart: the log is read from here.
+	From LSN
+	// Frontier is the checkpoint frontier: every byte below it was
+	// fsynced before the manifest recorded it. From <= Frontier.
+	Frontier LSN
+	// Synced is the LSN the last checkpoint publish had fsynced (0: not
+	// recorded). Like the frontier, every byte below it was durable.
+	Synced LSN
+	// TruncateDamaged keeps the longest valid prefix of a damaged log
+	// instead of failing: Replay stops at the damage and reports it in
+	// ReplayResult.Damage. The caller then discards the rest
+	// (DiscardAfter) before it continues the log.
+	TruncateDamaged bool
 }
 
 // readChunk is how much of a segment the reader fetches at a time.
 const readChunk = 1 << 20
 
-// Replay reads the log in dir from LSN from and calls fn for every record,
-// in LSN order. frontier is the checkpoint frontier from the manifest:
-// every byte below it was durable before the manifest recorded it.
-// Replay only reads: it changes no file, so a caller can validate the whole
-// log before its first mutation.
+// Replay is ReplayWith without a synced LSN, failing on damage.
+func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Record) error) (ReplayResult, error) {
+	return ReplayWith(fs, dir, ReplayOptions{From: from, Frontier: frontier}, fn)
+}
+
+// ReplayWith reads the log in dir from o.From and calls fn for every
+// record, in LSN order. It only reads: it changes no file, so a caller can
+// validate the whole log before its first mutation.
 //
-// The rules (DESIGN §6): segments wholly below from are ignored, with no
-// gap check. From from on, a missing segment (a segment not starting where
-// its predecessor ends) is a *CorruptionError. In the last segment the
-// first bad record (short, bad length, checksum mismatch; zeroes have a bad
-// length) at or beyond frontier ends the log: a torn tail, counted in
-// TornBytes. A bad record below frontier or in an older segment, a record
-// whose checksum is valid but whose contents do not parse, and a log that
-// ends below frontier are *CorruptionError.
+// The rules (package doc, Reader rules): segments wholly below From are
+// ignored, with no gap check. From From on, a missing segment (a segment
+// not starting where its predecessor ends) is a *CorruptionError. A run
+// of zero bytes to the end of a segment ends it cleanly. In the last
+// segment the first bad record (short, bad length, checksum mismatch) at
+// or beyond the durable bound, max(Frontier, Synced), ends the log as a
+// torn tail, counted in TornBytes, but only if no valid record of this
+// log follows it in the segment: a bad record followed by a valid one is
+// damage. Damage, a bad record below the durable bound or in an older
+// segment, a record whose checksum is valid but whose contents do not
+// parse, and a log that ends below the durable bound are
+// *CorruptionError, unless o.TruncateDamaged (then ReplayResult.Damage).
 //
 // The *Record passed to fn and the slices in it are valid only until fn
 // returns; fn must copy what it keeps. An error from fn stops the replay
 // and is returned wrapped. A nil fn only validates and measures the log.
-func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Record) error) (ReplayResult, error) {
+func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Record) error) (ReplayResult, error) {
+	from, frontier := o.From, o.Frontier
 	if from > frontier {
 		return ReplayResult{}, fmt.Errorf("wal: replay %s from %d: beyond the frontier %d", dir, from, frontier)
 	}
+	durable := max(frontier, o.Synced)
 	segs, err := Segments(fs, dir)
 	if err != nil {
 		return ReplayResult{}, err
 	}
 	res := ReplayResult{Segments: segs, End: from}
+	r := replayer{fs: fs, dir: dir, frontier: frontier, synced: o.Synced, fn: fn, res: &res}
+	// damaged either fails the replay with c or, when the caller asked
+	// for it, keeps the valid prefix (End) and drops every byte after it.
+	damaged := func(c *CorruptionError) (ReplayResult, error) {
+		if !o.TruncateDamaged {
+			return res, c
+		}
+		if res.End < frontier {
+			// Records below the frontier are already in the data files,
+			// and a log continued below it would hand out LSNs that the
+			// next redo skips: no prefix that short can be kept.
+			c.Reason += fmt.Sprintf("; the valid log ends at %d, below the checkpoint frontier %d, so it cannot be truncated", res.End, frontier)
+			return res, c
+		}
+		res.Damage = c
+		res.TornBytes = 0
+		dropped, err := bytesAfter(fs, dir, segs, res.End)
+		if err != nil {
+			return res, err
+		}
+		if res.End < durable {
+			dropped += int64(durable - res.End)
+		}
+		res.DroppedBytes = dropped
+		return res, nil
+	}
 	// The first segment to read is the last one starting at or below from
 	// (-1: none); the ones before it end at or below from.
 	first := -1
@@ -82,11 +146,10 @@ func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Recor
 	case first >= 0:
 		res.Obsolete = first
 	case len(segs) > 0:
-		return res, &CorruptionError{File: segmentPath(dir, segs[0]),
-			Reason: fmt.Sprintf("missing log from %d: the first segment starts at %d", from, segs[0])}
+		return damaged(&CorruptionError{File: segmentPath(dir, segs[0]),
+			Reason: fmt.Sprintf("missing log from %d: the first segment starts at %d", from, segs[0])})
 	}
 	if first >= 0 {
-		r := replayer{fs: fs, dir: dir, frontier: frontier, fn: fn, res: &res}
 		for i := first; i < len(segs); i++ {
 			last := i == len(segs)-1
 			start := from
@@ -94,6 +157,10 @@ func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Recor
 				start = segs[i]
 			}
 			if err := r.segment(segs[i], start, last); err != nil {
+				var c *CorruptionError
+				if errors.As(err, &c) {
+					return damaged(c)
+				}
 				return res, err
 			}
 			if !last && segs[i+1] != res.End {
@@ -101,30 +168,52 @@ func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Recor
 				if segs[i+1] < res.End {
 					reason = fmt.Sprintf("segment ends at %d, after the next one starts at %d", res.End, segs[i+1])
 				}
-				return res, &CorruptionError{File: segmentPath(dir, segs[i]), Offset: int64(res.End - segs[i]), Reason: reason}
+				return damaged(&CorruptionError{File: segmentPath(dir, segs[i]), Offset: int64(res.End - segs[i]), Reason: reason})
 			}
 		}
 	}
-	if res.End < frontier {
-		c := &CorruptionError{File: dir, Reason: fmt.Sprintf("log ends at %d, below the frontier %d", res.End, frontier)}
+	if res.End < durable {
+		c := &CorruptionError{File: dir, Reason: fmt.Sprintf("log ends at %d, below the frontier %d or the LSN %d the last checkpoint synced: durable log bytes are missing",
+			res.End, frontier, o.Synced)}
 		if len(segs) > 0 {
 			lastSeg := segs[len(segs)-1]
 			c.File, c.Offset = segmentPath(dir, lastSeg), int64(res.End-lastSeg)
 		}
-		return res, c
+		return damaged(c)
 	}
 	return res, nil
 }
 
+// bytesAfter returns how many bytes the segments hold past end.
+func bytesAfter(fs vfs.FS, dir string, segs []LSN, end LSN) (int64, error) {
+	var n int64
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1] <= end {
+			continue // wholly below end
+		}
+		st, err := fs.Stat(segmentPath(dir, s))
+		if err != nil {
+			return 0, fmt.Errorf("wal: stat %s: %w", segmentPath(dir, s), err)
+		}
+		if s >= end {
+			n += st.Size()
+		} else if e := int64(end - s); st.Size() > e {
+			n += st.Size() - e
+		}
+	}
+	return n, nil
+}
+
 // replayer carries the state of one Replay across segments.
 type replayer struct {
-	fs       vfs.FS
-	dir      string
-	frontier LSN
-	fn       func(LSN, *Record) error
-	res      *ReplayResult
-	buf      []byte // read window, reused across segments
-	rec      Record // the record handed to fn, reused
+	fs  vfs.FS
+	dir string
+	// Every byte below either was fsynced before the manifest recorded it.
+	frontier, synced LSN
+	fn               func(LSN, *Record) error
+	res              *ReplayResult
+	buf              []byte // read window, reused across segments
+	rec              Record // the record handed to fn, reused
 }
 
 // segment replays the segment starting at seg from LSN start and sets
@@ -156,19 +245,41 @@ func (r *replayer) segment(seg, start LSN, last bool) error {
 		}
 		if err != nil {
 			var rerr *readError
-			switch {
-			case errors.As(err, &rerr):
+			if errors.As(err, &rerr) {
 				return rerr.err
-			case !torn(err):
+			}
+			r.res.End = seg + LSN(off) // the valid prefix, if the caller keeps it
+			if !torn(err) {
 				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("checksummed record does not parse: %v", err)}
+			}
+			// Zeroes to the end of the segment are a clean end (a
+			// preallocated segment); whether the log may end there is
+			// for the caller's contiguity and durable-bound checks.
+			zero, zerr := w.zeroFrom(off)
+			if zerr != nil {
+				return zerr
+			}
+			if zero {
+				if last {
+					r.res.ZeroBytes = size - off
+				}
+				return nil
+			}
+			switch {
 			case !last:
 				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v in a segment that is not the last", err)}
-			case seg+LSN(off) < r.frontier:
-				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v below the frontier %d", err, r.frontier)}
+			case seg+LSN(off) < max(r.frontier, r.synced):
+				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v below the frontier %d or the LSN %d the last checkpoint synced", err, r.frontier, r.synced)}
 			}
-			// A torn tail: the first bad record at or beyond the frontier
-			// in the last segment ends the log.
-			r.res.End = seg + LSN(off)
+			next, found, serr := w.resync(off, seg)
+			if serr != nil {
+				return serr
+			}
+			if found {
+				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v, but a valid record follows at offset %d: damage, not a torn tail", err, next)}
+			}
+			// A torn tail: the first bad record at or beyond the durable
+			// bound in the last segment, with nothing valid after it.
 			r.res.TornBytes = size - off
 			return nil
 		}

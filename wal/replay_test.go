@@ -74,13 +74,20 @@ func TestTornTail(t *testing.T) {
 		damage func(t *testing.T, fs vfs.FS, path string, last logged, size int64)
 		lost   int                      // records lost at the end
 		torn   func(lastSize int) int64 // torn bytes
+		zero   int64                    // zero bytes ending the segment cleanly
 	}{
 		{name: "garbage appended", lost: 0, torn: func(int) int64 { return 7 },
 			damage: func(t *testing.T, fs vfs.FS, path string, _ logged, _ int64) {
 				appendToFile(t, fs, path, []byte("garbage"))
 			}},
-		{name: "zeroes appended", lost: 0, torn: func(int) int64 { return 4096 },
+		// A preallocated segment: a zero tail is a clean end, not torn.
+		{name: "zeroes appended", lost: 0, torn: func(int) int64 { return 0 }, zero: 4096,
 			damage: func(t *testing.T, fs vfs.FS, path string, _ logged, _ int64) {
+				appendToFile(t, fs, path, make([]byte, 4096))
+			}},
+		{name: "last record cut, then zeroes", lost: 1, torn: func(n int) int64 { return int64(n-5) + 4096 },
+			damage: func(t *testing.T, fs vfs.FS, path string, _ logged, size int64) {
+				truncateFile(t, fs, path, size-5)
 				appendToFile(t, fs, path, make([]byte, 4096))
 			}},
 		{name: "last record cut", lost: 1, torn: func(n int) int64 { return int64(n - 5) },
@@ -115,8 +122,8 @@ func TestTornTail(t *testing.T) {
 				}
 				checkRecords(t, got, keep)
 				wantTorn := tc.torn(int(head - last.lsn))
-				if res.End != wantEnd || res.TornBytes != wantTorn {
-					t.Fatalf("End %d, TornBytes %d; want %d, %d", res.End, res.TornBytes, wantEnd, wantTorn)
+				if res.End != wantEnd || res.TornBytes != wantTorn || res.ZeroBytes != tc.zero {
+					t.Fatalf("End %d, TornBytes %d, ZeroBytes %d; want %d, %d, %d", res.End, res.TornBytes, res.ZeroBytes, wantEnd, wantTorn, tc.zero)
 				}
 			}
 			// A frontier past the damage makes the same bytes corruption.

@@ -65,3 +65,30 @@ func Segments(fs vfs.FS, dir string) ([]LSN, error) {
 	slices.Sort(segs)
 	return segs, nil
 }
+
+// DiscardAfter removes, newest first, every segment in dir that starts
+// beyond end, then fsyncs the directory. It is the first mutation of a
+// WALRecoveryTruncateDamaged recovery: after it the segment holding end is
+// the newest, and Open(o, end) truncates it at end. A read-only open skips
+// it (and Open) and simply stops replaying at end. A crash part way leaves
+// a log that replays to the same damage, so the step can be repeated.
+func DiscardAfter(fs vfs.FS, dir string, end LSN) error {
+	segs, err := Segments(fs, dir)
+	if err != nil {
+		return err
+	}
+	removed := false
+	for i := len(segs) - 1; i >= 0 && segs[i] > end; i-- {
+		path := segmentPath(dir, segs[i])
+		if err := fs.Remove(path); err != nil {
+			return fmt.Errorf("wal: discard %s: %w", path, err)
+		}
+		removed = true
+	}
+	if removed {
+		if err := fs.SyncDir(dir); err != nil {
+			return fmt.Errorf("wal: sync dir %s after discarding segments: %w", dir, err)
+		}
+	}
+	return nil
+}

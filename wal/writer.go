@@ -131,8 +131,13 @@ type Writer struct {
 
 	recycleMu sync.Mutex // serializes Recycle calls
 
-	stop chan struct{} // closed by Close to stop the flusher goroutine
-	done chan struct{} // closed by the flusher goroutine when it exits
+	// The background goroutine (loop): the relaxed-mode flusher and the
+	// rotator, which moves pending bytes that cross a segment boundary to
+	// the files, so that no appender runs a rotation's fsync below the
+	// hard limit (appenders call Append under a page lock).
+	stop    chan struct{} // closed by Close to stop the background goroutine
+	done    chan struct{} // closed by the background goroutine when it exits
+	rotKick chan struct{} // capacity 1: pending bytes cross a segment boundary
 
 	startLSN LSN
 	stats    counters
@@ -182,10 +187,8 @@ func Open(o Options, at LSN) (*Writer, error) {
 	w.segLen = int64(at - w.fileStart)
 	w.head.Store(uint64(at))
 	w.durable.Store(uint64(at))
-	if o.Relaxed {
-		w.stop, w.done = make(chan struct{}), make(chan struct{})
-		go w.flushLoop(o.FlushInterval)
-	}
+	w.stop, w.done, w.rotKick = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+	go w.loop(o.Relaxed, o.FlushInterval)
 	return w, nil
 }
 
@@ -306,22 +309,44 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 	w.segLen += int64(size)
 	w.records++
 	w.head.Store(uint64(lsn) + uint64(size))
-	pending := len(w.buf)
+	pending, boundary := len(w.buf), len(w.bounds) > 0
 	w.mu.Unlock()
 
+	// The caller may hold a page lock and the cut gate: below the hard
+	// limit it never waits for the file, and never rotates (a rotation
+	// fsyncs the full segment, then creates the next and fsyncs the
+	// directory). Pending bytes that cross a segment boundary go to the
+	// background goroutine instead.
 	switch {
 	case pending >= hardFlushBytes:
+		// The log's backpressure: the files cannot keep up, and this
+		// appender writes (and rotates) itself.
 		w.writeMu.Lock()
-		err = w.flushLocked()
+		_, err = w.flush(true)
 		w.writeMu.Unlock()
+	case pending >= softFlushBytes && boundary:
+		w.kickRotation()
 	case pending >= softFlushBytes && w.writeMu.TryLock():
-		err = w.flushLocked()
+		var deferred bool
+		deferred, err = w.flush(false)
 		w.writeMu.Unlock()
+		if deferred {
+			w.kickRotation()
+		}
 	}
 	if err != nil {
 		return 0, err
 	}
 	return lsn, nil
+}
+
+// kickRotation asks the background goroutine to write out the pending
+// bytes, rotating where they cross a segment boundary.
+func (w *Writer) kickRotation() {
+	select {
+	case w.rotKick <- struct{}{}:
+	default:
+	}
 }
 
 // Head returns the LSN just past the last appended record.
@@ -385,7 +410,7 @@ func (w *Writer) Recycle(below LSN) error {
 }
 
 // Close writes and fsyncs every appended record, stops the background
-// flusher and closes the segment. It returns the writer's failure, if any.
+// goroutine and closes the segment. It returns the writer's failure, if any.
 // Later calls return ErrClosed.
 func (w *Writer) Close() error {
 	w.mu.Lock()

@@ -130,7 +130,7 @@ func TestRotationProtocol(t *testing.T) {
 
 func TestGroupCommit(t *testing.T) {
 	o, h := newLog(t, 1<<20)
-	h.syncDelay = 2 * time.Millisecond // make overlap certain, not lucky
+	h.syncDelay.Store(int64(2 * time.Millisecond)) // make overlap certain, not lucky
 	w := openWriter(t, o, 0)
 	const committers, each = 32, 10
 	var wg sync.WaitGroup
@@ -331,7 +331,7 @@ func TestConcurrentStress(t *testing.T) {
 	for _, relaxed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sync", true: "relaxed"}[relaxed], func(t *testing.T) {
 			o, h := newLog(t, 1<<20)
-			h.syncDelay = 100 * time.Microsecond
+			h.syncDelay.Store(int64(100 * time.Microsecond))
 			o.Relaxed, o.FlushInterval = relaxed, time.Millisecond
 			w := openWriter(t, o, 0)
 			var (
