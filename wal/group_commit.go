@@ -181,13 +181,18 @@ func (w *Writer) writeAt(p []byte, lsn LSN) error {
 // below end (and the records below recs), and publishes end as durable.
 // fsyncMu is held, which orders the fsyncs and keeps durable monotonic.
 func (w *Writer) fsync(f vfs.File, start, end LSN, recs int64) error {
-	failpoints.Hit(failpoints.WALBeforeSync)
 	t0 := time.Now()
-	if err := f.Sync(); err != nil {
+	err := failpoints.Hit(failpoints.WALBeforeSync)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = failpoints.Hit(failpoints.WALAfterSync)
+	}
+	if err != nil {
 		return w.setFailed(fmt.Errorf("wal: sync %s: %w", segmentPath(w.dir, start), err))
 	}
 	w.stats.syncNanos.Add(int64(time.Since(t0)))
-	failpoints.Hit(failpoints.WALAfterSync)
 	w.stats.syncs.Add(1)
 	if recs > w.syncedRecs {
 		w.stats.syncedRecords.Add(recs - w.syncedRecs)
@@ -227,8 +232,11 @@ func (w *Writer) rotateLocked(b bound) error {
 		return w.setFailed(fmt.Errorf("wal: create %s: %w", path, err))
 	}
 	w.file, w.fileStart = f, b.lsn
-	failpoints.Hit(failpoints.WALRotate)
-	if err := w.fs.SyncDir(w.dir); err != nil {
+	err = failpoints.Hit(failpoints.WALRotate)
+	if err == nil {
+		err = w.fs.SyncDir(w.dir)
+	}
+	if err != nil {
 		return w.setFailed(fmt.Errorf("wal: sync dir %s after creating %s: %w", w.dir, path, err))
 	}
 	w.stats.rotations.Add(1)

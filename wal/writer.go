@@ -279,7 +279,9 @@ func (w *Writer) continueSegment(last, at LSN) error {
 // is buffered: Sync makes it durable, Flush writes it to the file. r is not
 // retained. In steady state Append allocates nothing.
 func (w *Writer) Append(r *Record) (lsn LSN, err error) {
-	failpoints.Hit(failpoints.WALAppend)
+	if err := failpoints.Hit(failpoints.WALAppend); err != nil {
+		return 0, fmt.Errorf("wal: append: %w", err)
+	}
 	if !r.Type.Valid() {
 		return 0, fmt.Errorf("%w: type %d", ErrInvalidRecord, r.Type)
 	}
@@ -368,9 +370,12 @@ func (w *Writer) Recycle(below LSN) error {
 	// iff its successor starts at or below it.
 	n := 0
 	for n+1 < len(segs) && segs[n+1] <= below {
-		failpoints.Hit(failpoints.WALRecycle)
 		path := segmentPath(w.dir, segs[n])
-		if err := w.fs.Remove(path); err != nil {
+		err := failpoints.Hit(failpoints.WALRecycle)
+		if err == nil {
+			err = w.fs.Remove(path)
+		}
+		if err != nil {
 			return fmt.Errorf("wal: recycle %s: %w", path, err)
 		}
 		w.stats.recycled.Add(1)
