@@ -119,21 +119,32 @@ mutants() {
   tmp=$(mktemp -d)
   bin=$tmp/bwkv.test
   go test -c -tags failpoints -o "$bin" . || { failures+=(mutants-build); return; }
+  run_suite() {
+    BWKV_CRASH_ROUNDS=6 timeout "$step_timeout" "$bin" -test.short -test.count=1 -test.failfast \
+      -test.v -test.timeout 15m -test.run "$mutant_suite" >"$1" 2>&1
+  }
+  # Control: unarmed, the suite must pass, or a "killed" mutant proves nothing.
+  echo "== control (no mutant)"
+  if ! run_suite "$tmp/control.log"; then
+    grep -E '^(--- FAIL|\s+[a-z_]+_test\.go:[0-9]+:)' "$tmp/control.log" | head -5
+    failures+=(mutants-control)
+    rm -rf "$tmp"
+    return
+  fi
+  echo "   passed ($(grep -cE '^--- PASS' "$tmp/control.log") tests)"
   for mut in $(sed -n 's/^\tMut[A-Za-z]* *= *"\(mutant_[a-z_]*\)"/\1/p' failpoints/catalogue.go); do
     log=$tmp/$mut.log
     echo "== mutant $mut"
-    GO_FAILPOINTS="github.com/bwkv/bwkv/failpoints/$mut=return(\"skip\")" BWKV_CRASH_ROUNDS=6 \
-      timeout "$step_timeout" "$bin" -test.short -test.count=1 -test.failfast -test.v \
-      -test.timeout 15m -test.run "$mutant_suite" >"$log" 2>&1
-    caught=$(grep -E '^--- FAIL' "$log" | awk '{print $3}' | head -1)
+    GO_FAILPOINTS="github.com/bwkv/bwkv/failpoints/$mut=return(\"skip\")" run_suite "$log"
     if ! grep -qE '^(--- FAIL|FAIL$|panic:)' "$log"; then
       echo "   SURVIVED: the crash suite passed with $mut armed"
       survivors+=("$mut")
       continue
     fi
+    caught=$(grep -m1 -E '^--- FAIL' "$log" | awk '{print $3}')
     [ -z "$caught" ] && caught="(panic) $(grep -m1 '^panic:' "$log")"
-    echo "   killed by $caught after $(grep -cE '^--- PASS' "$log") passing tests; first failure:"
-    grep -m1 -E '^\s+[a-z_]+_test\.go:[0-9]+: ' "$log" | cut -c1-240
+    echo "   killed by $caught after $(grep -cE '^--- PASS' "$log") passing tests; the failure:"
+    grep -m1 -B12 -E '^--- FAIL' "$log" | grep -E '^\s+(--- FAIL|[a-z_]+_test\.go:[0-9]+:)' | tail -1 | cut -c1-200
   done
   rm -rf "$tmp"
   if [ ${#survivors[@]} -gt 0 ]; then failures+=("surviving-mutants:${survivors[*]}"); fi

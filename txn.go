@@ -290,6 +290,9 @@ func (tx *Txn) rollback(count bool) error {
 			}
 			rec := wal.Record{Type: wal.CLR, TxID: wal.TxID(tx.st.ID), Key: u.key,
 				Value: u.old, Tombstone: !u.hasOld, UndoNext: u.prev}
+			if failpoints.Skip(failpoints.MutCLRNoUndoNext) {
+				rec.UndoNext = 0
+			}
 			// A failed append degrades the DB; the compensation is still
 			// installed so this process never shows the txn's writes, and
 			// the next open undoes it from the log.

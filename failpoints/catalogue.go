@@ -71,11 +71,13 @@ const (
 	MutCheckpointDropPage = "mutant_checkpoint_drop_page"
 	// A superseded frame's junk is not recorded in the ledger.
 	MutJunkNotRecorded = "mutant_junk_not_recorded"
-	// The GC deletes its victims before the manifest remaps them.
+	// The GC deletes its victims (durably) before the manifest remaps
+	// them.
 	MutGCDeleteBeforeRemap = "mutant_gc_delete_before_remap"
 	// Recovery leaves the losers' writes in place.
 	MutRecoveryNoUndo = "mutant_recovery_no_undo"
-	// Recovery writes CLRs without their undo-next pointer.
+	// CLRs (a rollback's and recovery's) are written without their
+	// undo-next pointer.
 	MutCLRNoUndoNext = "mutant_clr_no_undo_next"
 )
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -376,6 +377,7 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 	if failpoints.Skip(failpoints.MutGCDeleteBeforeRemap) {
 		for _, v := range victims {
 			_ = c.env.FS.Remove(c.env.Path(v.ID))
+			_ = c.env.FS.SyncDir(filepath.Dir(c.env.Path(v.ID)))
 		}
 	}
 	err = failpoints.Hit(failpoints.GCBeforeMetaCommit)

@@ -78,6 +78,16 @@
 // the kernel may have dropped the dirty pages and a later success would be
 // a lie.
 //
+// # Preallocation
+//
+// A new segment is grown to SegmentBytes of zeros at once (vfs.Preallocate:
+// fallocate on Linux), so a commit's fdatasync flushes the records, not
+// also a size change. Every segment but the last is cut back to its
+// records, and that size made durable, before the next one is created: the
+// reader rules below allow a zero tail only in the last segment. Open
+// truncates the last segment at the end of its records and preallocates it
+// again.
+//
 // # Reader rules
 //
 // Replay(fs, dir, from, frontier, fn) is read-only, so the DB can validate
@@ -94,7 +104,9 @@
 //     or its length, a bad length such as zeroes, a CRC mismatch) at or
 //     beyond the frontier ends the log: a torn or reordered tail left by a
 //     power loss, never acknowledged. Its bytes are counted in TornBytes,
-//     and Open truncates them.
+//     and Open truncates them. A tail of zeros only is the segment's
+//     preallocated space (below), so it is not counted: the end of the log,
+//     not damage.
 //   - A bad record below the frontier, or in any segment but the last, is
 //     corruption; so is a record whose CRC is valid but whose contents do
 //     not parse (a bug or a newer format, not a torn write); so is a log that

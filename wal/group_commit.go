@@ -215,10 +215,14 @@ func (w *Writer) fsync(f vfs.File, start, end LSN, recs int64) error {
 func (w *Writer) rotateLocked(b bound) error {
 	w.fsyncMu.Lock() // also waits out a leader's fsync of this file
 	defer w.fsyncMu.Unlock()
-	if w.DurableLSN() < b.lsn {
-		if err := w.fsync(w.file, w.fileStart, b.lsn, b.records); err != nil {
-			return err
-		}
+	// A preallocated segment is cut back to its records before it stops
+	// being the last one: the reader takes zeros in an older segment for
+	// corruption. The fsync below makes the new size durable.
+	if err := w.file.Truncate(int64(b.lsn - w.fileStart)); err != nil {
+		return w.setFailed(fmt.Errorf("wal: truncate %s at %d: %w", segmentPath(w.dir, w.fileStart), b.lsn-w.fileStart, err))
+	}
+	if err := w.fsync(w.file, w.fileStart, b.lsn, b.records); err != nil {
+		return err
 	}
 	old := segmentPath(w.dir, w.fileStart)
 	err := w.file.Close()
@@ -232,7 +236,10 @@ func (w *Writer) rotateLocked(b bound) error {
 		return w.setFailed(fmt.Errorf("wal: create %s: %w", path, err))
 	}
 	w.file, w.fileStart = f, b.lsn
-	err = failpoints.Hit(failpoints.WALRotate)
+	err = vfs.Preallocate(f, w.segBytes)
+	if err == nil {
+		err = failpoints.Hit(failpoints.WALRotate)
+	}
 	if err == nil {
 		err = w.fs.SyncDir(w.dir)
 	}

@@ -31,7 +31,8 @@ type ReplayResult struct {
 	// (Open(o, End)).
 	End LSN
 	// TornBytes counts the bytes past End in the last segment, a torn tail
-	// that Open will truncate.
+	// that Open will truncate. A tail of zeros only is the writer's
+	// preallocated space (see the package documentation) and counts 0.
 	TornBytes int64
 	// Segments lists every segment in the directory, ascending by LSN.
 	Segments []LSN
@@ -167,9 +168,16 @@ func (r *replayer) segment(seg, start LSN, last bool) error {
 				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v below the frontier %d", err, r.frontier)}
 			}
 			// A torn tail: the first bad record at or beyond the frontier
-			// in the last segment ends the log.
+			// in the last segment ends the log. A tail of zeros only is
+			// the writer's preallocated space, not damage: not counted.
 			r.res.End = seg + LSN(off)
-			r.res.TornBytes = size - off
+			zero, zerr := w.zeros(off)
+			if zerr != nil {
+				return zerr
+			}
+			if !zero {
+				r.res.TornBytes = size - off
+			}
 			return nil
 		}
 		if r.fn != nil {
@@ -218,6 +226,24 @@ func (w *window) record(off int64) ([]byte, error) {
 		return nil, errShort
 	}
 	return w.bytes(off, int(n))
+}
+
+// zeros reports whether every byte from off to the end of the file is zero.
+func (w *window) zeros(off int64) (bool, error) {
+	for off < w.size {
+		n := int(min(readChunk, w.size-off))
+		b, err := w.bytes(off, n)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range b {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		off += int64(n)
+	}
+	return true, nil
 }
 
 // bytes returns the n file bytes at off, which the file holds.

@@ -229,6 +229,10 @@ func (w *Writer) createSegment(lsn LSN) error {
 	if err != nil {
 		return fmt.Errorf("wal: create %s: %w", path, err)
 	}
+	if err := vfs.Preallocate(f, w.segBytes); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: preallocate %s: %w", path, err)
+	}
 	if err := w.fs.SyncDir(w.dir); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("wal: sync dir %s after creating %s: %w", w.dir, path, err)
@@ -263,6 +267,10 @@ func (w *Writer) continueSegment(last, at LSN) error {
 			_ = f.Close()
 			return fmt.Errorf("wal: truncate %s at %d: %w", path, off, err)
 		}
+	}
+	if err := vfs.Preallocate(f, w.segBytes); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: preallocate %s: %w", path, err)
 	}
 	// The bytes Replay read may still be only in the page cache (a crashed
 	// process, not a lost machine), and a truncation is durable only after
