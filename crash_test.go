@@ -109,6 +109,8 @@ func crashWorkload(dir, mode string, out *crashOut) {
 		// crashes land between a stub's chain and its durable head.
 		o.CheckpointBytes = 16 << 10
 		o.CacheBytes = 1
+		// A small manifest too: crashes land in its rotation.
+		bwkv.SetTestManifestRotateBytes(8 << 10)
 	}
 	db, err := bwkv.Open(dir, o)
 	if err != nil {

@@ -43,7 +43,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestFailpointMatrix is TESTING.md layer 3: for every catalogued
+// TestFailpointMatrix is the failpoint crash matrix: for every catalogued
 // failpoint, action (BWKV_FP_ACTIONS, default "kill"; "kill,error" in
 // prod_test.sh chaos) and hit count N (BWKV_FP_HITS, default "1"; a comma
 // list runs several), a child armed through GO_FAILPOINTS acts at the N-th
@@ -68,11 +68,6 @@ func TestFailpointMatrix(t *testing.T) {
 	cycles := 0
 	t.Cleanup(func() { t.Logf("crash-reopen cycles: %d", cycles) })
 	for _, name := range failpoints.All {
-		if name == failpoints.ManifestRotate {
-			// Rotation needs a 4 MiB manifest; the manifest package's
-			// power-loss and fault tests cover that step.
-			continue
-		}
 		for _, act := range acts {
 			for _, hs := range hits {
 				n, err := strconv.Atoi(hs)

@@ -84,27 +84,29 @@ stress() {
   step invc2 env BWKV_INVC2_SEEDS="${BWKV_INVC2_SEEDS:-100}" go test -count=1 -run '^TestINVC2$' .
 }
 
-# chaos_cycles runs a crash test verbosely and adds the crash-reopen
-# cycles it logs to chaos_total.
+# chaos_step is step for a verbose crash test: it shows the summary and
+# failures and adds the crash-reopen cycles the test logs to chaos_total.
 chaos_total=0
-chaos_cycles() {
-  local log rc n
+chaos_step() {
+  local name=$1 log rc n; shift
+  echo "== $name: $*"
   log=$(mktemp)
-  "$@" 2>&1 | tee "$log" | grep -E '^(---|ok|FAIL|panic)|crash-reopen cycles|rounds,'
-  rc=${PIPESTATUS[0]}
+  timeout "$step_timeout" "$@" >"$log" 2>&1
+  rc=$?
+  grep -E '^(\s*--- FAIL|ok|FAIL|panic)|_test\.go:[0-9]+: .*(Error|error|I[1-6]:|want)|crash-reopen cycles|rounds,' "$log" | head -40
   n=$(grep -oE 'crash-reopen cycles: [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
   n=$((n + $(grep -oE '[0-9]+ rounds, [0-9]+ acknowledged' "$log" | awk '{s+=$1} END {print s+0}')))
   chaos_total=$((chaos_total + n))
   rm -f "$log"
-  return "$rc"
+  if [ "$rc" -ne 0 ]; then failures+=("$name"); fi
 }
 
 chaos() {
   parallel= # the cycle count is summed from each step's output
-  step failpoints-matrix chaos_cycles env BWKV_FP_ACTIONS="${BWKV_FP_ACTIONS:-kill,error}" \
+  chaos_step failpoints-matrix env BWKV_FP_ACTIONS="${BWKV_FP_ACTIONS:-kill,error}" \
     BWKV_FP_HITS="${BWKV_FP_HITS:-1,2,3,5,10,50}" \
     go test -v -tags failpoints -count=1 -timeout 60m -run '^TestFailpointMatrix$' .
-  step kill9-chaos chaos_cycles env BWKV_CRASH_ROUNDS="${BWKV_CHAOS_ROUNDS:-100}" \
+  chaos_step kill9-chaos env BWKV_CRASH_ROUNDS="${BWKV_CHAOS_ROUNDS:-150}" \
     go test -v -count=1 -timeout 60m -run '^TestCrashKill9$' .
   echo "chaos: $chaos_total crash-reopen cycles"
   step powerloss-full go test -count=1 -run '^(TestPowerLoss|TestIOErrors|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
