@@ -155,7 +155,9 @@ func (db *DB) checkpointOnce(force bool) error {
 	if !force && !pressure && db.gens.Hot().Bytes() < db.opts.CheckpointBytes {
 		return nil
 	}
-	failpoints.Hit(failpoints.CheckpointCut)
+	if err := failpoints.Hit(failpoints.CheckpointCut); err != nil {
+		return fmt.Errorf("bwkv: checkpoint: %w", err)
+	}
 	g := db.gens.Cut(func() uint64 { return uint64(db.wal.Head()) })
 	if g == nil {
 		return errors.New("bwkv: checkpoint: a sealed generation is pending")

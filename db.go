@@ -169,6 +169,9 @@ func (db *DB) open(exists bool) error {
 	switch {
 	case err == nil:
 		db.man = man
+		if testManifestRotateBytes > 0 {
+			man.SetRotateBytes(testManifestRotateBytes)
+		}
 	case o.ReadOnly && errors.Is(err, manifest.ErrNotExist):
 		st = manifest.NewState() // never checkpointed: everything is in the log
 	default:

@@ -48,3 +48,7 @@ func CollectGarbage(db *DB) error {
 // cross-check its chains and live-byte accounting against the disk at
 // every rewrite; a mismatch is a background error.
 func SetTestGCVerify(on bool) { testGCVerify = on }
+
+// SetTestManifestRotateBytes makes DBs opened afterwards rotate their
+// manifest past n bytes (0: the default), so crash tests reach rotation.
+func SetTestManifestRotateBytes(n int64) { testManifestRotateBytes = n }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prod_test.sh [fast|stress|chaos|all] [parallel]
+# prod_test.sh [fast|stress|chaos|mutants|all] [parallel]
 #
 # bwkv's crash and fault-injection suite (TESTING.md). Every step runs
 # under timeout with -count=1; failures are collected and listed at the end
@@ -10,8 +10,12 @@
 #   fast    one hit of every failpoint, a few kill -9 rounds, small
 #           power-loss and I/O-error sweeps
 #   stress  long randomized model runs and many kill -9 rounds
-#   chaos   the failpoint x hit-count matrix, full power-loss and I/O sweeps
-#   all     the three
+#   chaos   the failpoint x action (kill, error) x hit-count matrix, many
+#           kill -9 rounds, full power-loss and I/O sweeps; reports the
+#           crash-reopen cycles run
+#   mutants arms each mutant failpoint (a protocol step left out) and
+#           requires the crash suite to FAIL; not part of all or CI
+#   all     fast, stress and chaos
 #
 # "parallel" runs the steps of a mode concurrently (needs more cores).
 set -uo pipefail
@@ -46,7 +50,23 @@ wait_parallel() {
   pids=(); names=()
 }
 
+# nofailpoints: a default build links no failpoint code (the failpoints
+# package's Hit and Skip inline away and pingcap/failpoint is not linked).
+nofailpoints() {
+  local bin syms
+  bin=$(mktemp -d)/bwkv
+  go build -o "$bin" ./cmd/bwkv || return 1
+  syms=$(go tool nm "$bin" | grep -i failpoint)
+  rm -rf "$(dirname "$bin")"
+  if [ -n "$syms" ]; then
+    echo "default build of ./cmd/bwkv links failpoint symbols:"; echo "$syms" | head -20
+    return 1
+  fi
+  echo "go tool nm: no failpoint symbols in the default build of ./cmd/bwkv"
+}
+
 fast() {
+  step nofailpoints nofailpoints
   step failpoints env BWKV_FP_HITS="${BWKV_FP_HITS:-1}" \
     go test -tags failpoints -count=1 -run '^TestFailpointMatrix$' .
   step kill9 env BWKV_CRASH_ROUNDS="${BWKV_CRASH_ROUNDS:-8}" \
@@ -64,18 +84,81 @@ stress() {
   step invc2 env BWKV_INVC2_SEEDS="${BWKV_INVC2_SEEDS:-100}" go test -count=1 -run '^TestINVC2$' .
 }
 
+# chaos_step is step for a verbose crash test: it shows the summary and
+# failures and adds the crash-reopen cycles the test logs to chaos_total.
+chaos_total=0
+chaos_step() {
+  local name=$1 log rc n; shift
+  echo "== $name: $*"
+  log=$(mktemp)
+  timeout "$step_timeout" "$@" >"$log" 2>&1
+  rc=$?
+  grep -E '^(\s*--- FAIL|ok|FAIL|panic)|_test\.go:[0-9]+: .*(Error|error|I[1-6]:|want)|crash-reopen cycles|rounds,' "$log" | head -40
+  n=$(grep -oE 'crash-reopen cycles: [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
+  n=$((n + $(grep -oE '[0-9]+ rounds, [0-9]+ acknowledged' "$log" | awk '{s+=$1} END {print s+0}')))
+  chaos_total=$((chaos_total + n))
+  rm -f "$log"
+  if [ "$rc" -ne 0 ]; then failures+=("$name"); fi
+}
+
 chaos() {
-  step failpoints-matrix env BWKV_FP_HITS="${BWKV_FP_HITS:-1,2,3,5,10,50}" \
-    go test -tags failpoints -count=1 -timeout 60m -run '^TestFailpointMatrix$' .
+  parallel= # the cycle count is summed from each step's output
+  chaos_step failpoints-matrix env BWKV_FP_ACTIONS="${BWKV_FP_ACTIONS:-kill,error}" \
+    BWKV_FP_HITS="${BWKV_FP_HITS:-1,2,3,5,10,50}" \
+    go test -v -tags failpoints -count=1 -timeout 60m -run '^TestFailpointMatrix$' .
+  chaos_step kill9-chaos env BWKV_CRASH_ROUNDS="${BWKV_CHAOS_ROUNDS:-150}" \
+    go test -v -count=1 -timeout 60m -run '^TestCrashKill9$' .
+  echo "chaos: $chaos_total crash-reopen cycles"
   step powerloss-full go test -count=1 -run '^(TestPowerLoss|TestIOErrors|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
+}
+
+# The mutants: name, then the crash suite's tests that should catch it
+# (the whole suite runs for each; these are the ones expected to fail).
+mutant_suite='^(TestCrashKill9|TestRecoveryUndo|TestCrashDuringRecovery|TestStealUndo|TestINVC2|TestPowerLoss|TestCheckpointReopen|TestGCPowerLoss)$'
+mutants() {
+  parallel=
+  local tmp bin mut log caught survivors=()
+  tmp=$(mktemp -d)
+  bin=$tmp/bwkv.test
+  go test -c -tags failpoints -o "$bin" . || { failures+=(mutants-build); return; }
+  run_suite() {
+    BWKV_CRASH_ROUNDS=6 timeout "$step_timeout" "$bin" -test.short -test.count=1 -test.failfast \
+      -test.v -test.timeout 15m -test.run "$mutant_suite" >"$1" 2>&1
+  }
+  # Control: unarmed, the suite must pass, or a "killed" mutant proves nothing.
+  echo "== control (no mutant)"
+  if ! run_suite "$tmp/control.log"; then
+    grep -E '^(--- FAIL|\s+[a-z_]+_test\.go:[0-9]+:)' "$tmp/control.log" | head -5
+    failures+=(mutants-control)
+    rm -rf "$tmp"
+    return
+  fi
+  echo "   passed ($(grep -cE '^--- PASS' "$tmp/control.log") tests)"
+  for mut in $(sed -n 's/^\tMut[A-Za-z]* *= *"\(mutant_[a-z_]*\)"/\1/p' failpoints/catalogue.go); do
+    log=$tmp/$mut.log
+    echo "== mutant $mut"
+    GO_FAILPOINTS="github.com/bwkv/bwkv/failpoints/$mut=return(\"skip\")" run_suite "$log"
+    if ! grep -qE '^(--- FAIL|FAIL$|panic:)' "$log"; then
+      echo "   SURVIVED: the crash suite passed with $mut armed"
+      survivors+=("$mut")
+      continue
+    fi
+    caught=$(grep -m1 -E '^--- FAIL' "$log" | awk '{print $3}')
+    [ -z "$caught" ] && caught="(panic) $(grep -m1 '^panic:' "$log")"
+    echo "   killed by $caught after $(grep -cE '^--- PASS' "$log") passing tests; the failure:"
+    grep -m1 -B12 -E '^--- FAIL' "$log" | grep -E '^\s+(--- FAIL|[a-z_]+_test\.go:[0-9]+:)' | tail -1 | cut -c1-200
+  done
+  rm -rf "$tmp"
+  if [ ${#survivors[@]} -gt 0 ]; then failures+=("surviving-mutants:${survivors[*]}"); fi
 }
 
 case "$mode" in
   fast) fast ;;
   stress) stress ;;
   chaos) chaos ;;
+  mutants) mutants ;;
   all) fast; stress; chaos ;;
-  *) echo "usage: $0 [fast|stress|chaos|all] [parallel]" >&2; exit 2 ;;
+  *) echo "usage: $0 [fast|stress|chaos|mutants|all] [parallel]" >&2; exit 2 ;;
 esac
 [ -n "$parallel" ] && wait_parallel
 

@@ -216,15 +216,18 @@ func (tx *Txn) Commit() error {
 		db.mv.SetInDoubt(tx.st)
 		return err
 	}
-	failpoints.Hit(failpoints.TxnCommitLogged)
-	if db.opts.Durability == DurabilitySync {
-		if err := db.wal.Sync(lsn + wal.LSN(wal.EncodedSize(&rec))); err != nil {
-			// In doubt: invisible until reopen, which decides.
-			db.mv.SetInDoubt(tx.st)
-			return db.degrade(err)
-		}
+	err = failpoints.Hit(failpoints.TxnCommitLogged)
+	if err == nil && db.opts.Durability == DurabilitySync && !failpoints.Skip(failpoints.MutCommitNotDurable) {
+		err = db.wal.Sync(lsn + wal.LSN(wal.EncodedSize(&rec)))
 	}
-	failpoints.Hit(failpoints.TxnCommitDurable)
+	if err == nil {
+		err = failpoints.Hit(failpoints.TxnCommitDurable)
+	}
+	if err != nil {
+		// In doubt: invisible until reopen, which decides.
+		db.mv.SetInDoubt(tx.st)
+		return db.degrade(err)
+	}
 	db.mv.Commit(tx.st)
 	db.stats.commits.Add(1)
 	return nil
@@ -297,6 +300,9 @@ func (tx *Txn) rollback(count bool) error {
 			}
 			rec := wal.Record{Type: wal.CLR, TxID: wal.TxID(tx.st.ID), Key: u.key,
 				Value: u.old, Tombstone: !u.hasOld, UndoNext: u.prev}
+			if failpoints.Skip(failpoints.MutCLRNoUndoNext) {
+				rec.UndoNext = 0
+			}
 			// A failed append degrades the DB; the compensation is still
 			// installed so this process never shows the txn's writes, and
 			// the next open undoes it from the log.
@@ -310,7 +316,9 @@ func (tx *Txn) rollback(count bool) error {
 			d.LSN = uint64(lsn)
 			return d, nil
 		})
-		failpoints.Hit(failpoints.TxnUndoCLR)
+		if err := failpoints.Hit(failpoints.TxnUndoCLR); err != nil {
+			_ = db.degrade(err) // as if the CLR's append had failed
+		}
 		if testRollbackHook != nil {
 			testRollbackHook(len(writes) - i)
 		}
@@ -318,10 +326,11 @@ func (tx *Txn) rollback(count bool) error {
 	var endEnd uint64
 	if tx.began && db.degraded.Load() == nil {
 		rec := wal.Record{Type: wal.End, TxID: wal.TxID(tx.st.ID)}
-		if lsn, err := tx.log(&rec); err == nil {
+		if err := failpoints.Hit(failpoints.TxnAbortEnd); err != nil {
+			_ = db.degrade(err) // as if the end record's append had failed
+		} else if lsn, err := tx.log(&rec); err == nil {
 			endEnd = uint64(lsn) + uint64(wal.EncodedSize(&rec))
 		}
-		failpoints.Hit(failpoints.TxnAbortEnd)
 	}
 	db.mv.FinishAbort(tx.st, endEnd)
 	if count {

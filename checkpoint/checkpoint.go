@@ -90,8 +90,11 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		analysisStart = first
 	}
 	res.AnalysisStart = analysisStart
-	failpoints.Hit(failpoints.CheckpointWALSync)
-	if err := e.WAL.Sync(e.WAL.Head()); err != nil {
+	err := failpoints.Hit(failpoints.CheckpointWALSync)
+	if err == nil && !failpoints.Skip(failpoints.MutCheckpointNoWALSync) {
+		err = e.WAL.Sync(e.WAL.Head())
+	}
+	if err != nil {
 		return res, fmt.Errorf("%w: %w", ErrLogSync, err)
 	}
 	// Recorded in the manifest: a log that later ends, or is damaged,
@@ -114,6 +117,9 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		if st.Removed {
 			removed = append(removed, uint64(pid))
 			changes = append(changes, gc.Change{PID: uint64(pid), Removed: true})
+			continue
+		}
+		if failpoints.Skip(failpoints.MutCheckpointDropPage) {
 			continue
 		}
 		head := st.Base.Addr
@@ -174,8 +180,11 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	if len(frames) > 0 {
 		// (2) Record the file id, then create the file.
 		id := st.NextFileID
-		failpoints.Hit(failpoints.CheckpointFileID)
-		if err := e.Manifest.Commit(&manifest.Edit{Has: manifest.HasNextFileID, NextFileID: id + 1}); err != nil {
+		err := failpoints.Hit(failpoints.CheckpointFileID)
+		if err == nil {
+			err = e.Manifest.Commit(&manifest.Edit{Has: manifest.HasNextFileID, NextFileID: id + 1})
+		}
+		if err != nil {
 			return res, fmt.Errorf("checkpoint: reserve file id: %w", err)
 		}
 		if e.Writing != nil {
@@ -211,8 +220,11 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		res.Junk = plan.Junk
 	}
 	// (4) One manifest commit publishes the checkpoint.
-	failpoints.Hit(failpoints.CheckpointManifestWrite)
-	if err := e.Manifest.Commit(edit); err != nil {
+	err = failpoints.Hit(failpoints.CheckpointManifestWrite)
+	if err == nil {
+		err = e.Manifest.Commit(edit)
+	}
+	if err != nil {
 		// The file stays: a commit whose fsync failed may still be
 		// durable, and then the manifest names it. Open sorts it out.
 		return res, fmt.Errorf("checkpoint: manifest commit: %w", err)
@@ -221,11 +233,20 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		e.Ledger.Apply(plan)
 	}
 	// (5) The frames are durable.
-	failpoints.Hit(failpoints.CheckpointMarkDurable)
+	// An error here (only a failpoint makes one) is reported after the
+	// publish: the manifest already names the frames, and an unpublished
+	// generation would be published again.
+	ferr := failpoints.Hit(failpoints.CheckpointMarkDurable)
 	e.Gens.Publish(g)
+	if ferr != nil {
+		return res, fmt.Errorf("checkpoint: mark durable: %w", ferr)
+	}
 	// (6) Recycle the log below analysisStart.
-	failpoints.Hit(failpoints.CheckpointRecycle)
-	if err := e.WAL.Recycle(wal.LSN(analysisStart)); err != nil {
+	err = failpoints.Hit(failpoints.CheckpointRecycle)
+	if err == nil {
+		err = e.WAL.Recycle(wal.LSN(analysisStart))
+	}
+	if err != nil {
 		return res, fmt.Errorf("checkpoint: recycle log: %w", err)
 	}
 	res.Duration = time.Since(start)
@@ -241,7 +262,9 @@ func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileInfo
 	}
 	defer f.Close()
 	w := pool.NewFileWriter(f)
-	failpoints.Hit(failpoints.CheckpointDataWrite)
+	if err := failpoints.Hit(failpoints.CheckpointDataWrite); err != nil {
+		return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
+	}
 	for _, fr := range frames {
 		if err := w.Add(fr); err != nil {
 			return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
@@ -251,12 +274,18 @@ func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileInfo
 	if err != nil {
 		return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
 	}
-	failpoints.Hit(failpoints.CheckpointDataSync)
-	if err := f.Sync(); err != nil {
+	err = failpoints.Hit(failpoints.CheckpointDataSync)
+	if err == nil && !failpoints.Skip(failpoints.MutCheckpointNoDataSync) {
+		err = f.Sync()
+	}
+	if err != nil {
 		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync %s: %w: %w", name, pool.ErrSync, err)
 	}
-	failpoints.Hit(failpoints.CheckpointDirSync)
-	if err := e.FS.SyncDir(e.Dir); err != nil {
+	err = failpoints.Hit(failpoints.CheckpointDirSync)
+	if err == nil {
+		err = e.FS.SyncDir(e.Dir)
+	}
+	if err != nil {
 		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync dir %s: %w: %w", e.Dir, pool.ErrSync, err)
 	}
 	return info, nil

@@ -53,3 +53,37 @@ var All = []string{
 	GCAfterStageMarker, GCAfterDataDirSync, GCBeforeMetaCommit,
 	GCAfterMetaCommit, GCDeleteObsolete,
 }
+
+// The mutant points: each guards one protocol step with Skip, so a crash
+// test can prove it notices the step missing (prod_test.sh mutants arms
+// each with return("skip") and requires the crash tests to fail). A test
+// checks both directions against the source tree, as for All.
+const (
+	// The commit is acknowledged and made visible without waiting for
+	// its log record to be durable.
+	MutCommitNotDurable = "mutant_commit_not_durable"
+	// A checkpoint publishes without syncing the log first (INV-C1).
+	MutCheckpointNoWALSync = "mutant_checkpoint_no_wal_sync"
+	// A checkpoint's manifest commit names a data file that was never
+	// synced.
+	MutCheckpointNoDataSync = "mutant_checkpoint_no_data_sync"
+	// A checkpoint leaves one dirty page out of its data file and edit.
+	MutCheckpointDropPage = "mutant_checkpoint_drop_page"
+	// A superseded frame's junk is not recorded in the ledger.
+	MutJunkNotRecorded = "mutant_junk_not_recorded"
+	// The GC deletes its victims (durably) before the manifest remaps
+	// them.
+	MutGCDeleteBeforeRemap = "mutant_gc_delete_before_remap"
+	// Recovery leaves the losers' writes in place.
+	MutRecoveryNoUndo = "mutant_recovery_no_undo"
+	// CLRs (a rollback's and recovery's) are written without their
+	// undo-next pointer.
+	MutCLRNoUndoNext = "mutant_clr_no_undo_next"
+)
+
+// Mutants lists every mutant point, for prod_test.sh mutants.
+var Mutants = []string{
+	MutCommitNotDurable, MutCheckpointNoWALSync, MutCheckpointNoDataSync,
+	MutCheckpointDropPage, MutJunkNotRecorded, MutGCDeleteBeforeRemap,
+	MutRecoveryNoUndo, MutCLRNoUndoNext,
+}

@@ -5,64 +5,69 @@ package failpoints
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
+
+	"github.com/pingcap/failpoint"
 )
 
 // Enabled reports whether failpoints are compiled in (-tags failpoints).
 const Enabled = true
 
-// EnvVar configures the armed failpoint: name:N[:action].
-const EnvVar = "BWKV_FAILPOINT"
-
-var (
-	once   sync.Once
-	target string
-	nth    int64
-	action string
-	hits   atomic.Int64
-)
-
-func load() {
-	spec := os.Getenv(EnvVar)
-	if spec == "" {
-		return
+// Hit evaluates the failpoint Prefix+name and acts on the value its armed
+// term returns: "kill" SIGKILLs the process, "error" makes Hit return an
+// injected I/O error that the step handles like its own I/O failing. A
+// sleep or pause term acts inside the library before Hit returns. An
+// unarmed point, an off term and "skip" (a Skip point's value) do nothing.
+// Safe for concurrent use.
+func Hit(name string) error {
+	switch v := eval(name); v {
+	case "":
+		return nil
+	case ActKill:
+		kill(name)
+	case ActError:
+		// The crash matrix reads this line to know the error was injected.
+		fmt.Fprintf(os.Stderr, "failpoint %s injected an error\n", name)
+		return fmt.Errorf("failpoint %s: injected I/O error: %w", name, syscall.EIO)
 	}
-	parts := strings.Split(spec, ":")
-	target = parts[0]
-	nth = 1
-	if len(parts) > 1 {
-		if n, err := strconv.ParseInt(parts[1], 10, 64); err == nil && n > 0 {
-			nth = n
-		}
-	}
-	action = "kill"
-	if len(parts) > 2 {
-		action = parts[2]
-	}
+	return nil
 }
 
-// Hit marks one pass through the named protocol step and fires the armed
-// action at its N-th hit.
-func Hit(name string) {
-	once.Do(load)
-	if target == "" || name != target {
-		return
+// Skip evaluates the mutant point Prefix+name: true when it returns "skip",
+// so the caller leaves its protocol step out. "kill" works as in Hit. Safe
+// for concurrent use.
+func Skip(name string) bool {
+	switch eval(name) {
+	case ActSkip:
+		return true
+	case ActKill:
+		kill(name)
 	}
-	if hits.Add(1) != nth {
-		return
+	return false
+}
+
+// eval returns the armed term's string value, "" when the point is not
+// armed or the term returns nothing (off, sleep, pause, or a count that
+// has not come up).
+func eval(name string) string {
+	v, err := failpoint.Eval(Prefix + name)
+	if err != nil || v == nil {
+		return ""
 	}
-	switch action {
-	case "panic":
-		panic(fmt.Sprintf("failpoint %s hit %d", name, nth))
-	default:
-		// Tell the parent which point fired, then die without running
-		// deferred code: a panic is not a crash.
-		fmt.Fprintf(os.Stderr, "failpoint %s fired at hit %d\n", name, nth)
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
+	s, ok := v.(string)
+	if !ok {
+		// A typo in a test's GO_FAILPOINTS should not pass silently as
+		// "not armed": the crash matrix would then prove nothing.
+		fmt.Fprintf(os.Stderr, "failpoint %s: value %#v is not one of %q, %q, %q\n", name, v, ActKill, ActError, ActSkip)
+		return ""
 	}
+	return s
+}
+
+// kill tells the parent which point fired, then dies without running
+// deferred code: a panic is not a crash.
+func kill(name string) {
+	fmt.Fprintf(os.Stderr, "failpoint %s fired\n", name)
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -344,8 +345,14 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 	if c.env.Writing != nil {
 		c.env.Writing.Store(uint64(out))
 	}
-	failpoints.Hit(failpoints.GCAfterStageMarker)
-	info, err := c.write(out, live)
+	err = failpoints.Hit(failpoints.GCAfterStageMarker)
+	var info pool.FileInfo
+	if err == nil {
+		info, err = c.write(out, live)
+	}
+	if err == nil {
+		err = failpoints.Hit(failpoints.GCAfterDataDirSync)
+	}
 	if err != nil {
 		if cerr := c.clearStage(st, out); cerr != nil {
 			err = errors.Join(err, cerr)
@@ -356,7 +363,6 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 		}
 		return 0, err
 	}
-	failpoints.Hit(failpoints.GCAfterDataDirSync)
 
 	// One commit: register the new file (clearing the stage mark), remap
 	// the ranges of the victims that had live frames, retire the victims.
@@ -368,8 +374,17 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 			edit.AddRanges = appendRange(edit.AddRanges, manifest.Range{Lo: r.Lo, Hi: r.Hi, File: out})
 		}
 	}
-	failpoints.Hit(failpoints.GCBeforeMetaCommit)
-	if err := c.commit(st, edit); err != nil {
+	if failpoints.Skip(failpoints.MutGCDeleteBeforeRemap) {
+		for _, v := range victims {
+			_ = c.env.FS.Remove(c.env.Path(v.ID))
+			_ = c.env.FS.SyncDir(filepath.Dir(c.env.Path(v.ID)))
+		}
+	}
+	err = failpoints.Hit(failpoints.GCBeforeMetaCommit)
+	if err == nil {
+		err = c.commit(st, edit)
+	}
+	if err != nil {
 		// In doubt: the manifest is failed, the stage mark may or may
 		// not be cleared; Open settles it either way.
 		return 0, fmt.Errorf("gc: commit rewrite into file %d: %w", out, err)
@@ -377,7 +392,11 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 	if c.env.Writing != nil {
 		c.env.Writing.Store(0)
 	}
-	failpoints.Hit(failpoints.GCAfterMetaCommit)
+	if err := failpoints.Hit(failpoints.GCAfterMetaCommit); err != nil {
+		// The rewrite is committed; the victims stay on disk until the
+		// next open removes the files the manifest no longer names.
+		return 0, fmt.Errorf("gc: after rewrite into file %d: %w", out, err)
+	}
 	c.rewrites.Add(1)
 	c.written.Add(uint64(info.Size))
 	for _, v := range victims {
@@ -461,8 +480,11 @@ func (c *Collector) deleteFiles(ids []manifest.FileID) (left int, err error) {
 		if fi, err := c.env.FS.Stat(name); err == nil {
 			size = fi.Size()
 		}
-		failpoints.Hit(failpoints.GCDeleteObsolete)
-		if err := c.env.FS.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err := failpoints.Hit(failpoints.GCDeleteObsolete)
+		if err == nil {
+			err = c.env.FS.Remove(name)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return left, fmt.Errorf("gc: delete %s: %w", name, err)
 		}
 		c.deletedBytes.Add(uint64(size))

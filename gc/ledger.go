@@ -7,6 +7,7 @@ import (
 
 	"github.com/puzpuzpuz/xsync/v3"
 
+	"github.com/bwkv/bwkv/failpoints"
 	"github.com/bwkv/bwkv/manifest"
 )
 
@@ -171,6 +172,9 @@ func (l *Ledger) Plan(changes []Change, st *manifest.State) *Plan {
 			p.Unknown++
 		}
 		for _, e := range dead {
+			if failpoints.Skip(failpoints.MutJunkNotRecorded) {
+				continue
+			}
 			if id, ok := st.FileOf(e.Addr); ok {
 				junk[id] += int64(e.Size)
 				p.Junk += int64(e.Size)

@@ -203,8 +203,11 @@ func (m *Manifest) Commit(e *Edit) error {
 	if _, err := m.f.WriteAt(frame, m.size); err != nil {
 		return m.fail(fmt.Errorf("manifest: append to %s at %d: %w", path, m.size, err))
 	}
-	failpoints.Hit(failpoints.ManifestAppend)
-	if err := m.f.Sync(); err != nil {
+	err := failpoints.Hit(failpoints.ManifestAppend)
+	if err == nil {
+		err = m.f.Sync()
+	}
+	if err != nil {
 		return m.fail(fmt.Errorf("manifest: sync %s: %w", path, err))
 	}
 	m.size += int64(len(frame))

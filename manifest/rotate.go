@@ -74,7 +74,9 @@ func (m *Manifest) rotate(e *Edit, payload []byte) error {
 	if err := m.fs.SyncDir(m.dir); err != nil {
 		return abandon(err)
 	}
-	failpoints.Hit(failpoints.ManifestRotate)
+	if err := failpoints.Hit(failpoints.ManifestRotate); err != nil {
+		return abandon(err)
+	}
 	if renamed, err := m.setCurrent(num); err != nil {
 		if !renamed {
 			return abandon(err)

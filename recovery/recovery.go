@@ -110,7 +110,9 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 		if lsn < o.Frontier {
 			return nil
 		}
-		failpoints.Hit(failpoints.RecoveryRedo)
+		if err := failpoints.Hit(failpoints.RecoveryRedo); err != nil {
+			return fmt.Errorf("recovery: redo at %d: %w", lsn, err)
+		}
 		return ap.Redo(lsn, r)
 	})
 	res.TornBytes = rr.TornBytes
@@ -140,6 +142,9 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	}
 	slices.Sort(ids)
 	for i := len(ids) - 1; i >= 0; i-- {
+		if failpoints.Skip(failpoints.MutRecoveryNoUndo) {
+			continue
+		}
 		n, err := undo(o, w, ap, ids[i], open[ids[i]])
 		res.CLRsWritten += n
 		if err != nil {
@@ -156,7 +161,12 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 			return nil, res, fmt.Errorf("recovery: sync undo records: %w", err)
 		}
 	}
-	failpoints.Hit(failpoints.RecoveryEnd)
+	if err := failpoints.Hit(failpoints.RecoveryEnd); err != nil {
+		if w != nil {
+			w.Close()
+		}
+		return nil, res, fmt.Errorf("recovery: end: %w", err)
+	}
 	res.Duration = time.Since(start)
 	return w, res, nil
 }
@@ -187,7 +197,9 @@ func undo(o Options, w *wal.Writer, ap Applier, id wal.TxID, t *txn) (int, error
 		if o.Hook != nil {
 			o.Hook()
 		}
-		failpoints.Hit(failpoints.RecoveryUndo)
+		if err := failpoints.Hit(failpoints.RecoveryUndo); err != nil {
+			return n, fmt.Errorf("recovery: undo txn %d: %w", id, err)
+		}
 		seq++
 		clr := &wal.Record{
 			Type:      wal.CLR,
@@ -198,6 +210,9 @@ func undo(o Options, w *wal.Writer, ap Applier, id wal.TxID, t *txn) (int, error
 			Value:     x.old,
 			Tombstone: !x.hasOld,
 			UndoNext:  x.prev,
+		}
+		if failpoints.Skip(failpoints.MutCLRNoUndoNext) {
+			clr.UndoNext = 0
 		}
 		var lsn wal.LSN
 		if w != nil {

@@ -23,16 +23,25 @@
 //
 // # Implementations
 //
-// Default returns the OS FS: File.Sync is fdatasync, SyncDir fsyncs the
-// directory, Lock is flock(LOCK_EX|LOCK_NB) and fails at once with an error
-// wrapping ErrLocked, even against another open of the same file in this
-// process.
+// Default returns the OS FS, built on golang.org/x/sys/unix: File.Sync is
+// fdatasync (data and the size, not timestamps: what a log or data file
+// needs), SyncDir fsyncs the directory (a create, rename or remove is
+// directory metadata), Lock is flock(LOCK_EX|LOCK_NB) and fails at once
+// with an error wrapping ErrLocked, even against another open of the same
+// file in this process. Its files are Allocators: fallocate(2) grows them
+// with zeros and reserved blocks, so later writes below that size change
+// no size and their fdatasync flushes data only. Other OSes get portable
+// fallbacks (os_other.go, os_nounix.go): fsync for fdatasync, no
+// preallocation, and no Lock without flock.
 //
 // NewMem returns a MemFS, which keeps the synced and the current state of
 // every file and directory. CrashClone builds a new MemFS with the state a
 // power loss would leave; SetHook reports every mutating operation with a
 // running index, so a test can clone at the k-th write or sync for
 // k = 1..Ops() (TESTING.md layer 5).
+//
+// MemFS files are Allocators too (the size grows with zeros, durable after
+// Sync like a truncate), so the power-loss tests see preallocated tails.
 //
 // NewInjector wraps any FS and fails its i-th mutating operation with EIO,
 // ENOSPC or a short write, once or from then on (TESTING.md layer 6).

@@ -283,3 +283,12 @@ func (f *injFile) Truncate(size int64) error {
 	}
 	return f.f.Truncate(size)
 }
+
+// Allocate counts as a truncate (it changes the size) and preallocates the
+// wrapped file if it can.
+func (f *injFile) Allocate(size int64) error {
+	if fe := f.in.count(OpTruncate, f.name, ""); fe != nil {
+		return fe
+	}
+	return Preallocate(f.f, size)
+}

@@ -115,6 +115,23 @@ func (f *memFile) Truncate(size int64) error {
 	})
 }
 
+// Allocate grows the file to size with zeros, as fallocate does; a power
+// loss before the next Sync may drop it like any other truncate.
+func (f *memFile) Allocate(size int64) error {
+	return f.fs.mutate(OpTruncate, f.name, "", func() error {
+		if err := f.check("allocate", true); err != nil {
+			return err
+		}
+		if size < 0 {
+			return pathErr("allocate", f.name, syscall.EINVAL)
+		}
+		if size > int64(len(f.n.data)) {
+			f.n.truncate(size)
+		}
+		return nil
+	})
+}
+
 // Size returns the file's current size.
 func (f *memFile) Size() (int64, error) {
 	f.fs.mu.RLock()

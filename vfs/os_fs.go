@@ -18,6 +18,9 @@ type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return datasync(f.File) }
 
+// Allocate is fallocate(2) on Linux (see Preallocate), a no-op elsewhere.
+func (f osFile) Allocate(size int64) error { return allocate(f.File, size) }
+
 func (f osFile) Size() (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -76,7 +79,7 @@ func (osFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	serr := d.Sync()
+	serr := syncDir(d)
 	cerr := d.Close()
 	if serr != nil {
 		return serr

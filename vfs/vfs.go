@@ -54,3 +54,23 @@ type FS interface {
 	// needed, and fails at once if another holder has it. Close releases it.
 	Lock(name string) (io.Closer, error)
 }
+
+// Allocator is implemented by files that can reserve space ahead of the
+// writes that fill it: the OS file (fallocate on Linux) and MemFS files.
+type Allocator interface {
+	// Allocate grows the file to size bytes of zeros, with the space
+	// reserved; a file already that large is unchanged. Like a write, it
+	// is durable after Sync.
+	Allocate(size int64) error
+}
+
+// Preallocate grows f to size bytes of zeros if f is an Allocator and does
+// nothing otherwise. A log preallocates its segments so that a commit's
+// fdatasync flushes data only, not a size change. A reader of a
+// preallocated file must take a zero-filled tail for unwritten space.
+func Preallocate(f File, size int64) error {
+	if a, ok := f.(Allocator); ok {
+		return a.Allocate(size)
+	}
+	return nil
+}

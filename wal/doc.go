@@ -84,6 +84,16 @@
 // the kernel may have dropped the dirty pages and a later success would be
 // a lie.
 //
+// # Preallocation
+//
+// A new segment is grown to SegmentBytes of zeros at once (vfs.Preallocate:
+// fallocate on Linux), so a commit's fdatasync flushes the records, not
+// also a size change. Every segment but the last is cut back to its
+// records, and that size made durable, before the next one is created: the
+// reader rules below allow a zero tail only in the last segment. Open
+// truncates the last segment at the end of its records and preallocates it
+// again.
+//
 // # Reader rules
 //
 // ReplayWith(fs, dir, opts, fn) is read-only, so the DB can validate the

@@ -21,9 +21,15 @@ const childDirEnv = "BWKV_WAL_CHILD_DIR"
 
 const childRecords = 300
 
-// failpointEnv arms a failpoint in the child (failpoints.EnvVar, which
-// exists only under the failpoints build tag).
-const failpointEnv = "BWKV_FAILPOINT"
+// armKill is the GO_FAILPOINTS setting that kills a child at the hit-th
+// pass through the catalogue point name.
+func armKill(name string, hit int) string {
+	term := `return("kill")`
+	if hit > 1 {
+		term = fmt.Sprintf("%d*off->%s", hit-1, term)
+	}
+	return "GO_FAILPOINTS=" + failpoints.Prefix + name + "=" + term
+}
 
 // TestFailpointChild is the child side of TestFailpointCrash: it runs the
 // workload on the OS file system, printing every acknowledgement before the
@@ -68,7 +74,7 @@ func TestFailpointCrash(t *testing.T) {
 			t.Run(fmt.Sprintf("%s:%d", fp, hit), func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "wal")
 				cmd := exec.Command(os.Args[0], "-test.run=^TestFailpointChild$", "-test.count=1")
-				cmd.Env = append(os.Environ(), childDirEnv+"="+dir, fmt.Sprintf("%s=%s:%d", failpointEnv, fp, hit))
+				cmd.Env = append(os.Environ(), childDirEnv+"="+dir, armKill(fp, hit))
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				err := cmd.Run()

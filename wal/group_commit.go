@@ -193,13 +193,18 @@ func (w *Writer) writeAt(p []byte, lsn LSN) error {
 // below end (and the records below recs), and publishes end as durable.
 // fsyncMu is held, which orders the fsyncs and keeps durable monotonic.
 func (w *Writer) fsync(f vfs.File, start, end LSN, recs int64) error {
-	failpoints.Hit(failpoints.WALBeforeSync)
 	t0 := time.Now()
-	if err := f.Sync(); err != nil {
+	err := failpoints.Hit(failpoints.WALBeforeSync)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = failpoints.Hit(failpoints.WALAfterSync)
+	}
+	if err != nil {
 		return w.setFailed(fmt.Errorf("wal: sync %s: %w", segmentPath(w.dir, start), err))
 	}
 	w.stats.syncNanos.Add(int64(time.Since(t0)))
-	failpoints.Hit(failpoints.WALAfterSync)
 	w.stats.syncs.Add(1)
 	if recs > w.syncedRecs {
 		w.stats.syncedRecords.Add(recs - w.syncedRecs)
@@ -222,10 +227,14 @@ func (w *Writer) fsync(f vfs.File, start, end LSN, recs int64) error {
 func (w *Writer) rotateLocked(b bound) error {
 	w.fsyncMu.Lock() // also waits out a leader's fsync of this file
 	defer w.fsyncMu.Unlock()
-	if w.DurableLSN() < b.lsn {
-		if err := w.fsync(w.file, w.fileStart, b.lsn, b.records); err != nil {
-			return err
-		}
+	// A preallocated segment is cut back to its records before it stops
+	// being the last one: the reader takes zeros in an older segment for
+	// corruption. The fsync below makes the new size durable.
+	if err := w.file.Truncate(int64(b.lsn - w.fileStart)); err != nil {
+		return w.setFailed(fmt.Errorf("wal: truncate %s at %d: %w", segmentPath(w.dir, w.fileStart), b.lsn-w.fileStart, err))
+	}
+	if err := w.fsync(w.file, w.fileStart, b.lsn, b.records); err != nil {
+		return err
 	}
 	old := segmentPath(w.dir, w.fileStart)
 	err := w.file.Close()
@@ -239,8 +248,14 @@ func (w *Writer) rotateLocked(b bound) error {
 		return w.setFailed(fmt.Errorf("wal: create %s: %w", path, err))
 	}
 	w.file, w.fileStart = f, b.lsn
-	failpoints.Hit(failpoints.WALRotate)
-	if err := w.fs.SyncDir(w.dir); err != nil {
+	err = vfs.Preallocate(f, w.segBytes)
+	if err == nil {
+		err = failpoints.Hit(failpoints.WALRotate)
+	}
+	if err == nil {
+		err = w.fs.SyncDir(w.dir)
+	}
+	if err != nil {
 		return w.setFailed(fmt.Errorf("wal: sync dir %s after creating %s: %w", w.dir, path, err))
 	}
 	w.stats.rotations.Add(1)

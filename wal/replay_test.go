@@ -353,3 +353,69 @@ func TestRecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPreallocatedSegments: the writer preallocates each segment to its
+// full size (on a file system that can), the reader takes the zero tail of
+// the last one for the end of the log (no torn bytes, nothing lost), a
+// segment is cut back to its records when the next one starts, and a
+// writer reopened at the end continues over the zeros.
+func TestPreallocatedSegments(t *testing.T) {
+	fs := vfs.NewMem()
+	o := wal.Options{FS: fs, Dir: "/db/wal", SegmentBytes: wal.MinSegmentBytes}
+	w, err := wal.Open(o, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := newRand(t)
+	recs := appendRandom(t, w, rng, 3)
+	if err := w.Sync(w.Head()); err != nil {
+		t.Fatal(err)
+	}
+	first := segmentFiles(t, o)[0]
+	if got := fileSize(t, fs, first); got != wal.MinSegmentBytes {
+		t.Fatalf("segment of %d bytes, want it preallocated to %d", got, wal.MinSegmentBytes)
+	}
+	// A crash now: the zero tail is the end of the log.
+	got, res, err := replayAll(t, fs.CrashClone(vfs.CrashOptions{}), o.Dir, 0, w.DurableLSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, got, recs)
+	if res.End != w.Head() || res.TornBytes != 0 {
+		t.Fatalf("End %d, TornBytes %d; want %d, 0", res.End, res.TornBytes, w.Head())
+	}
+	// Grow into more segments: every one but the last holds only records.
+	for len(segmentFiles(t, o)) < 3 {
+		recs = append(recs, appendRandom(t, w, rng, 20)...)
+	}
+	head := w.Head()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := segmentFiles(t, o)
+	for i, f := range files[:len(files)-1] {
+		want := int64(segStart(t, files[i+1]) - segStart(t, f))
+		if got := fileSize(t, fs, f); got != want {
+			t.Fatalf("%s: %d bytes, want %d (cut back to its records)", f, got, want)
+		}
+	}
+	got, res, err = replayAll(t, fs, o.Dir, 0, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, got, recs)
+	if res.End != head || res.TornBytes != 0 {
+		t.Fatalf("after close: End %d, TornBytes %d; want %d, 0", res.End, res.TornBytes, head)
+	}
+	w = openWriter(t, o, head)
+	recs = append(recs, appendRandom(t, w, rng, 5)...)
+	head = w.Head()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, res, err = replayAll(t, fs, o.Dir, 0, head)
+	if err != nil || res.End != head || res.TornBytes != 0 {
+		t.Fatalf("after reopen: %v, End %d, TornBytes %d; want nil, %d, 0", err, res.End, res.TornBytes, head)
+	}
+	checkRecords(t, got, recs)
+}

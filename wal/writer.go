@@ -232,6 +232,10 @@ func (w *Writer) createSegment(lsn LSN) error {
 	if err != nil {
 		return fmt.Errorf("wal: create %s: %w", path, err)
 	}
+	if err := vfs.Preallocate(f, w.segBytes); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: preallocate %s: %w", path, err)
+	}
 	if err := w.fs.SyncDir(w.dir); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("wal: sync dir %s after creating %s: %w", w.dir, path, err)
@@ -267,6 +271,10 @@ func (w *Writer) continueSegment(last, at LSN) error {
 			return fmt.Errorf("wal: truncate %s at %d: %w", path, off, err)
 		}
 	}
+	if err := vfs.Preallocate(f, w.segBytes); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: preallocate %s: %w", path, err)
+	}
 	// The bytes Replay read may still be only in the page cache (a crashed
 	// process, not a lost machine), and a truncation is durable only after
 	// a sync: make both durable before anything is appended after them.
@@ -282,7 +290,9 @@ func (w *Writer) continueSegment(last, at LSN) error {
 // is buffered: Sync makes it durable, Flush writes it to the file. r is not
 // retained. In steady state Append allocates nothing.
 func (w *Writer) Append(r *Record) (lsn LSN, err error) {
-	failpoints.Hit(failpoints.WALAppend)
+	if err := failpoints.Hit(failpoints.WALAppend); err != nil {
+		return 0, fmt.Errorf("wal: append: %w", err)
+	}
 	if !r.Type.Valid() {
 		return 0, fmt.Errorf("%w: type %d", ErrInvalidRecord, r.Type)
 	}
@@ -393,9 +403,12 @@ func (w *Writer) Recycle(below LSN) error {
 	// iff its successor starts at or below it.
 	n := 0
 	for n+1 < len(segs) && segs[n+1] <= below {
-		failpoints.Hit(failpoints.WALRecycle)
 		path := segmentPath(w.dir, segs[n])
-		if err := w.fs.Remove(path); err != nil {
+		err := failpoints.Hit(failpoints.WALRecycle)
+		if err == nil {
+			err = w.fs.Remove(path)
+		}
+		if err != nil {
 			return fmt.Errorf("wal: recycle %s: %w", path, err)
 		}
 		w.stats.recycled.Add(1)

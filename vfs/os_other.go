@@ -1,0 +1,12 @@
+//go:build !linux
+
+package vfs
+
+import "os"
+
+// datasync is fsync: fdatasync is not portable (macOS has no such call).
+func datasync(f *os.File) error { return f.Sync() }
+
+// allocate is a no-op where fallocate(2) does not exist: preallocation is
+// an optimisation, never needed for correctness.
+func allocate(f *os.File, size int64) error { return nil }
