@@ -189,8 +189,8 @@ must be an empty directory.`,
 func compactCmd() *cobra.Command {
 	var rounds int
 	c := &cobra.Command{
-		Use:   "compact DIR",
-		Short: "Checkpoint and collect garbage until the data files settle; report bytes reclaimed",
+		Use:     "compact DIR",
+		Short:   "Checkpoint and collect garbage until the data files settle; report bytes reclaimed",
 		Example: `  bwkv compact /tmp/db`,
 		Args:    args(1, "DIR"),
 		RunE: func(c *cobra.Command, a []string) (err error) {

@@ -198,10 +198,10 @@ func delCmd() *cobra.Command {
 
 type scanOpts struct {
 	prefix, start, end string
-	reverse, keysOnly   bool
-	limit               int
-	format              string
-	isHex               bool
+	reverse, keysOnly  bool
+	limit              int
+	format             string
+	isHex              bool
 }
 
 func scanCmd() *cobra.Command {
