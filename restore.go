@@ -390,7 +390,18 @@ func restoreInto(tmp string, br *BackupReader, o *Options) error {
 	if _, err := o.FS.Stat(tmp); err == nil {
 		return fmt.Errorf("temporary directory %s exists: %w", tmp, fs.ErrExist)
 	}
-	db, err := Open(tmp, o)
+	// Keys arrive in order, so every leaf but the rightmost is final once
+	// it splits: consolidating it every DeltaChainMax inserts would copy
+	// it several times for nothing. A chain of half a page consolidates
+	// each leaf about once before its split. The option is not persisted:
+	// the restored database reopens with the caller's.
+	bo := *o
+	if split := o.PageSplitEntries; split == 0 {
+		bo.DeltaChainMax = max(bo.DeltaChainMax, 64)
+	} else {
+		bo.DeltaChainMax = max(bo.DeltaChainMax, split/2)
+	}
+	db, err := Open(tmp, &bo)
 	if err != nil {
 		return err
 	}
