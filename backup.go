@@ -33,7 +33,6 @@ const (
 	frameData    byte = 'D'
 	frameTrailer byte = 'T'
 
-	frameOverhead = 1 + 8 + 4 + 4
 	// backupChunkBytes is a data frame's target payload size: a frame
 	// holds entries until it reaches this, so the writer's memory is
 	// bounded by it plus one entry.
