@@ -16,8 +16,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/bwkv/bwkv/delta"
-	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -390,18 +388,7 @@ func restoreInto(tmp string, br *BackupReader, o *Options) error {
 	if _, err := o.FS.Stat(tmp); err == nil {
 		return fmt.Errorf("temporary directory %s exists: %w", tmp, fs.ErrExist)
 	}
-	// Keys arrive in order, so every leaf but the rightmost is final once
-	// it splits: consolidating it every DeltaChainMax inserts would copy
-	// it several times for nothing. A chain of half a page consolidates
-	// each leaf about once before its split. The option is not persisted:
-	// the restored database reopens with the caller's.
-	bo := *o
-	if split := o.PageSplitEntries; split == 0 {
-		bo.DeltaChainMax = max(bo.DeltaChainMax, 64)
-	} else {
-		bo.DeltaChainMax = max(bo.DeltaChainMax, split/2)
-	}
-	db, err := Open(tmp, &bo)
+	db, err := Open(tmp, o)
 	if err != nil {
 		return err
 	}
@@ -415,39 +402,42 @@ func restoreInto(tmp string, br *BackupReader, o *Options) error {
 	return err
 }
 
-// bulkLoad installs the stream's entries, in key order, as versions of a
-// retired txn: no log record, no transaction and no conflict check per
-// key (the database is new and private to Restore, and a crash loses only
-// the temporary directory). The checkpointer writes the pages as dirty
-// bytes pass CheckpointBytes, as for ordinary writes.
+// bulkLoad builds the tree from the stream, bottom-up, as versions of a
+// retired txn: pages are built once each, in key order (tree.BulkLoad),
+// with no log record, transaction or conflict check per key (the database
+// is new and private to Restore, and a crash loses only the temporary
+// directory). Checkpoints write the pages as dirty bytes pass
+// CheckpointBytes, as for ordinary writes.
 func (db *DB) bulkLoad(br *BackupReader) error {
 	db.mv.AdvanceTo(restoreTxID)
 	db.mv.RetireAll()
-	for {
+	next := func() ([]byte, []byte, bool, error) {
 		key, val, err := br.Next()
 		if err == io.EOF {
-			return nil
+			return nil, nil, false, nil
 		}
 		if err != nil {
-			return err
+			return nil, nil, false, err
 		}
 		if err := db.checkKey(key); err != nil {
-			return err
+			return nil, nil, false, err
 		}
 		if err := db.checkValue(val); err != nil {
-			return err
+			return nil, nil, false, err
 		}
-		db.backpressure()
-		if err := db.tree.Write(key, func(*node.Page) (*delta.Delta, error) {
-			return delta.New(key, val, restoreTxID, 1, 0), nil
-		}); err != nil {
-			return fmt.Errorf("install %q: %w", key, db.readErr(err))
-		}
-		db.afterWrite()
-		if db.closed.Load() {
-			return ErrClosed
-		}
+		return key, val, true, nil
 	}
+	pause := func() {
+		db.afterWrite()
+		db.backpressure()
+	}
+	if err := db.tree.BulkLoad(next, restoreTxID, pause); err != nil {
+		return db.readErr(err)
+	}
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // removeAll removes dir and everything below it through fsys.
