@@ -393,3 +393,59 @@ func FuzzBackupReader(f *testing.F) {
 		}
 	})
 }
+
+// TestRestoreShapes restores streams of every small size into trees with
+// tiny pages (several inner levels, one-leaf and empty trees), checks the
+// structure, then writes into the restored tree and reopens it.
+func TestRestoreShapes(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, 4, 5, 17, 64, 65, 300} {
+		stream, want := smallStream(t, n, 5)
+		target := filepath.Join(dir, fmt.Sprint(n))
+		o := &bwkv.Options{PageSplitEntries: 4, DeltaChainMax: 2}
+		if err := bwkv.Restore(target, bytes.NewReader(stream), o); err != nil {
+			t.Fatalf("%d keys: %v", n, err)
+		}
+		db, err := bwkv.Open(target, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Check(context.Background()); err != nil {
+			t.Fatalf("%d keys: check: %v", n, err)
+		}
+		if err := db.View(func(s *bwkv.Snapshot) error { equalKVs(t, scanAll(t, s), want); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n+10; i += 2 {
+			if err := db.Put(backupKey(i), []byte("new")); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Delete(backupKey(i + 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Check(context.Background()); err != nil {
+			t.Fatalf("%d keys: check after writes: %v", n, err)
+		}
+		db.Close()
+		db, err = bwkv.Open(target, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := scanAll(t, mustSnap(t, db))
+		if len(got) != (n+10+1)/2 {
+			t.Fatalf("%d keys: %d after writes and reopen, want %d", n, len(got), (n+10+1)/2)
+		}
+		db.Close()
+	}
+}
+
+func mustSnap(t *testing.T, db *bwkv.DB) *bwkv.Snapshot {
+	t.Helper()
+	s, err := db.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
