@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
@@ -55,24 +57,32 @@ Each problem is printed on its own line, naming the file where it lies.`,
 	}
 }
 
-// verifyDataFiles reads every frame of every data file in dir and returns
-// one error per damaged file (or frame), each naming the file.
+// verifyDataFiles reads every frame of every data file the manifest names
+// and returns one error per damaged file (or frame), each naming the file.
+// Files the manifest does not name are left alone: a crashed checkpoint's
+// partial file is deleted by the next read-write open, and the tree check
+// reports a true orphan.
 func verifyDataFiles(dir string) error {
 	fsys := vfs.Default()
-	names, err := fsys.List(dir)
+	m, st, err := manifest.Open(fsys, dir, false)
+	if errors.Is(err, manifest.ErrNotExist) {
+		return nil // never checkpointed: no data files
+	}
 	if err != nil {
 		return err
 	}
+	m.Close()
+	ids := make([]uint64, 0, len(st.Files))
+	for id := range st.Files {
+		ids = append(ids, uint64(id))
+	}
+	slices.Sort(ids)
 	var errs []error
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".data") {
-			continue
-		}
-		name := filepath.Join(dir, n)
+	for _, id := range ids {
+		name := filepath.Join(dir, checkpoint.DataFileName(manifest.FileID(id)))
 		f, err := fsys.Open(name)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			continue
+			continue // a missing file: the tree check names it
 		}
 		pf, err := pool.OpenFile(f, name)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/vfs"
 	"github.com/spf13/cobra"
@@ -97,13 +99,13 @@ func collectStats(dir string) (st *diskStats, err error) {
 	pending := map[string]bool{}
 	if m, ms, err := manifest.Open(vfs.Default(), dir, false); err == nil {
 		for id, f := range ms.Files {
-			files[fmt.Sprintf("%06d.data", uint64(id))] = f
+			files[checkpoint.DataFileName(id)] = f
 		}
 		for id := range ms.PendingDeletes {
-			pending[fmt.Sprintf("%06d.data", uint64(id))] = true
+			pending[checkpoint.DataFileName(id)] = true
 		}
 		m.Close()
-	} else if !strings.Contains(err.Error(), "not exist") {
+	} else if !errors.Is(err, manifest.ErrNotExist) {
 		return nil, err
 	}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
