@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/checkpoint"
+	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
