@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 )
@@ -86,11 +87,13 @@ func BenchmarkRestore(b *testing.B) {
 	dir := b.TempDir()
 	b.SetBytes(int64(len(stream)))
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		if err := bwkv.Restore(filepath.Join(dir, fmt.Sprint(i)), bytes.NewReader(stream), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkRestorePuts is Restore's baseline: the same data loaded with
@@ -103,6 +106,10 @@ func BenchmarkRestorePuts(b *testing.B) {
 	dir := b.TempDir()
 	b.SetBytes(int64(len(stream)))
 	b.ResetTimer()
+	cpu := cpuTime()
+	defer func() {
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	}()
 	for i := 0; i < b.N; i++ {
 		db, err := bwkv.Open(filepath.Join(dir, fmt.Sprint(i)), &bwkv.Options{Durability: bwkv.DurabilityRelaxed})
 		if err != nil {
@@ -122,3 +129,4 @@ func BenchmarkRestorePuts(b *testing.B) {
 		db.Close()
 	}
 }
+
