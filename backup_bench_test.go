@@ -129,4 +129,3 @@ func BenchmarkRestorePuts(b *testing.B) {
 		db.Close()
 	}
 }
-
