@@ -46,7 +46,23 @@ func lockFile(name string) (*osLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = fdControl(f, func(fd int) error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
+	return flockFile(f, name, unix.LOCK_EX)
+}
+
+// lockFileShared takes flock(LOCK_SH|LOCK_NB) on an existing name, opened
+// read-only so that the lock writes nothing.
+func lockFileShared(name string) (*osLock, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return flockFile(f, name, unix.LOCK_SH)
+}
+
+// flockFile takes flock(how|LOCK_NB) on f; a held conflicting lock fails
+// at once with ErrLocked.
+func flockFile(f *os.File, name string, how int) (*osLock, error) {
+	err := fdControl(f, func(fd int) error { return unix.Flock(fd, how|unix.LOCK_NB) })
 	if err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {

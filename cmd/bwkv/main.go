@@ -1,179 +1,124 @@
 package main
 
 import (
-	"context"
-	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
-	"math/rand/v2"
+	"io"
 	"os"
-	"sync"
-	"sync/atomic"
-	"time"
+	"strings"
 
 	"github.com/bwkv/bwkv"
+	"github.com/spf13/cobra"
 )
 
+// Exit codes: 0 success, 1 a failed command (an error, a missing key, a
+// check that found problems), 2 a usage error.
+const (
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// usageError marks a wrong invocation (exit 2).
+type usageError struct{ error }
+
+// silentError makes the command fail with exit 1 without printing again:
+// the command already printed what went wrong (check's problem list).
+type silentError struct{ error }
+
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-	}
-	var err error
-	switch os.Args[1] {
-	case "demo":
-		err = demo(os.Args[2:])
-	case "check":
-		err = withDB(os.Args[2:], func(db *bwkv.DB) error { return db.Check(context.Background()) })
-	case "stats":
-		err = withDB(os.Args[2:], func(db *bwkv.DB) error { fmt.Print(db.Stats()); return nil })
-	default:
-		usage()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bwkv:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bwkv demo [-dir DIR] [-keys N] [-threads T] [-secs S] | bwkv check DIR | bwkv stats DIR")
-	os.Exit(2)
-}
-
-func withDB(args []string, fn func(*bwkv.DB) error) error {
-	if len(args) != 1 {
-		usage()
+// run executes the tool and returns the exit code. Errors print once, on
+// stderr, prefixed once with "bwkv: ".
+func run(args []string, stdout, stderr io.Writer) int {
+	root := rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
 	}
-	db, err := bwkv.Open(args[0], &bwkv.Options{ErrorIfNotExist: true})
-	if err != nil {
-		return err
+	var se silentError
+	if errors.As(err, &se) {
+		return exitFailed
 	}
-	defer db.Close()
-	return fn(db)
+	fmt.Fprintln(stderr, "bwkv: "+strings.ReplaceAll(err.Error(), "bwkv: ", ""))
+	var ue usageError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
+		fmt.Fprintln(stderr, "Run 'bwkv --help' for usage.")
+		return exitUsage
+	}
+	return exitFailed
 }
 
-func key(buf []byte, id uint64) []byte {
-	buf = append(buf[:0], "user"...)
-	return binary.BigEndian.AppendUint64(buf, id*0x9e3779b97f4a7c15)
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bwkv",
+		Short: "Inspect, query, back up and restore bwkv databases",
+		Long: `bwkv is the command-line tool of the bwkv key-value engine.
+The database directory is always the first argument. Read-only commands
+(get, scan, dump, check, stats, wal dump, manifest dump, frames, backup)
+open the database read-only: they write no byte and can run beside each
+other, but not beside a process that has the database open for writing.`,
+		Example: `  bwkv put /tmp/db greeting hello
+  bwkv get /tmp/db greeting
+  bwkv scan /tmp/db --prefix user: --format json
+  bwkv backup /tmp/db db.bak && bwkv restore db.bak /tmp/db2`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(getCmd(), putCmd(), delCmd(), scanCmd(), dumpCmd(),
+		checkCmd(), statsCmd(), walCmd(), manifestCmd(), framesCmd(),
+		backupCmd(), restoreCmd(), compactCmd(), demoCmd())
+	return root
 }
 
-func demo(args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ExitOnError)
-	dir := fs.String("dir", "", "database directory (default: a temporary one, removed afterwards)")
-	keys := fs.Int("keys", 200_000, "keys to load")
-	threads := fs.Int("threads", 2, "worker goroutines")
-	secs := fs.Float64("secs", 5, "seconds to run the mixed workload")
-	valSize := fs.Int("value-size", 128, "value size in bytes")
-	_ = fs.Parse(args)
-	if *dir == "" {
-		d, err := os.MkdirTemp("", "bwkv-demo-")
-		if err != nil {
-			return err
+// args returns a cobra argument check that reports a usage error.
+func args(n int, names string) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if len(a) != n {
+			return usageError{fmt.Errorf("%s: want %d argument(s) (%s), got %d", strings.TrimPrefix(c.CommandPath(), "bwkv "), n, names, len(a))}
 		}
-		defer os.RemoveAll(d)
-		*dir = d
+		return nil
 	}
-	db, err := bwkv.Open(*dir, &bwkv.Options{Durability: bwkv.DurabilityRelaxed})
-	if err != nil {
-		return err
+}
+
+// openRO opens dir read-only: nothing is written, recovery runs in memory.
+func openRO(dir string) (*bwkv.DB, error) {
+	if err := mustExist(dir); err != nil {
+		return nil, err
 	}
-	defer db.Close()
-	val := make([]byte, *valSize)
-	start := time.Now()
-	var kb []byte
-	for i := 0; i < *keys; i += 1000 {
-		err := db.Update(func(tx *bwkv.Txn) error {
-			for j := i; j < i+1000 && j < *keys; j++ {
-				kb = key(kb, uint64(j))
-				if err := tx.Put(kb, val); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	return bwkv.Open(dir, &bwkv.Options{ReadOnly: true})
+}
+
+// openRW opens an existing database in dir for writing.
+func openRW(dir string, create bool) (*bwkv.DB, error) {
+	if !create {
+		if err := mustExist(dir); err != nil {
+			return nil, err
 		}
 	}
-	fmt.Printf("loaded %d keys in %v\n", *keys, time.Since(start).Round(time.Millisecond))
-	if err := db.Checkpoint(); err != nil {
-		return err
+	return bwkv.Open(dir, &bwkv.Options{ErrorIfNotExist: !create})
+}
+
+func mustExist(dir string) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("open %s: no such database directory", dir)
 	}
-	var reads, updates, scans, conflicts atomic.Int64
-	deadline := time.Now().Add(time.Duration(*secs * float64(time.Second)))
-	var wg sync.WaitGroup
-	errc := make(chan error, *threads)
-	for t := 0; t < *threads; t++ {
-		wg.Add(1)
-		go func(t int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(t), 42))
-			var kb, dst []byte
-			for time.Now().Before(deadline) {
-				kb = key(kb, uint64(rng.IntN(*keys)))
-				switch r := rng.IntN(100); {
-				case r < 70:
-					s, err := db.NewSnapshot()
-					if err != nil {
-						errc <- err
-						return
-					}
-					dst, err = s.GetAppend(dst[:0], kb)
-					s.Close()
-					if err != nil {
-						errc <- err
-						return
-					}
-					reads.Add(1)
-				case r < 95:
-					err := db.Update(func(tx *bwkv.Txn) error {
-						if _, err := tx.Get(kb); err != nil {
-							return err
-						}
-						return tx.Put(kb, val)
-					})
-					if errors.Is(err, bwkv.ErrConflict) {
-						conflicts.Add(1)
-					} else if err != nil {
-						errc <- err
-						return
-					}
-					updates.Add(1)
-				default:
-					err := db.View(func(s *bwkv.Snapshot) error {
-						it, err := s.NewIter(nil)
-						if err != nil {
-							return err
-						}
-						defer it.Close()
-						n := 0
-						for ok := it.SeekGE(kb); ok && n < 100; ok = it.Next() {
-							n++
-						}
-						return it.Error()
-					})
-					if err != nil {
-						errc <- err
-						return
-					}
-					scans.Add(1)
-				}
-			}
-		}(t)
+	if !info.IsDir() {
+		return fmt.Errorf("open %s: not a directory", dir)
 	}
-	wg.Wait()
-	close(errc)
-	if err := <-errc; err != nil {
-		return err
-	}
-	total := reads.Load() + updates.Load() + scans.Load()
-	fmt.Printf("mixed 70/25/5 read/update/scan, %d threads, %.1fs: %d ops, %.0f ops/s (%d reads, %d updates, %d conflicts, %d scans of 100)\n",
-		*threads, *secs, total, float64(total)/(*secs), reads.Load(), updates.Load(), conflicts.Load(), scans.Load())
-	if err := db.Check(context.Background()); err != nil {
-		return fmt.Errorf("check: %w", err)
-	}
-	fmt.Println("structural check: ok")
-	fmt.Print(db.Stats())
 	return nil
+}
+
+// closeDB closes db and reports a close error unless err is set already.
+func closeDB(db *bwkv.DB, err *error) {
+	if cerr := db.Close(); cerr != nil && *err == nil {
+		*err = cerr
+	}
 }
