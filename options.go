@@ -54,6 +54,11 @@ type Options struct {
 	// GC round reads at most 4x max(this, CheckpointBytes) of victims.
 	// (Today a checkpoint writes one file, whatever its size.)
 	DataFileBytes int64
+	// MaxOpenFiles bounds the data files kept open; default 500, minimum
+	// 8. Least recently used files are closed past it and reopened (footer
+	// and table read again) on their next read. Only files that readers
+	// hold at the same moment can take the count above it.
+	MaxOpenFiles int
 	// MaxKeySize in bytes; default 4096. Persisted: the stored value wins.
 	MaxKeySize int
 	// MaxValueSize in bytes; default 4 MiB.
@@ -128,6 +133,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.DataFileBytes == 0 {
 		o.DataFileBytes = 64 << 20
 	}
+	if o.MaxOpenFiles == 0 {
+		o.MaxOpenFiles = 500
+	}
 	if o.PageSplitEntries == 0 {
 		o.PageSplitEntries = 128
 	}
@@ -183,6 +191,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DataFileBytes < 4096 {
 		bad("DataFileBytes %d < 4096", o.DataFileBytes)
+	}
+	if o.MaxOpenFiles < 8 {
+		bad("MaxOpenFiles %d < 8", o.MaxOpenFiles)
 	}
 	if o.PageSplitEntries < 4 {
 		bad("PageSplitEntries %d < 4", o.PageSplitEntries)
