@@ -197,7 +197,7 @@ func (db *DB) open(exists bool) error {
 		ChainMax:     o.DeltaChainMax,
 		SplitBytes:   leafSplitBytes,
 	}, tree.Env{
-		LowUnretired: func() uint64 { return db.mv.Low() },
+		Retention:    retention{db},
 		Gens:         db.gens,
 		Load:         db.loadPage,
 		Loaded:       db.cacheCheck,

@@ -3,6 +3,7 @@ package bwkv
 import (
 	"errors"
 
+	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 )
 
@@ -48,3 +49,15 @@ func CollectGarbage(db *DB) error {
 // cross-check its chains and live-byte accounting against the disk at
 // every rewrite; a mismatch is a background error.
 func SetTestGCVerify(on bool) { testGCVerify = on }
+
+// KeyVersions returns how many versions of key its leaf holds in memory
+// (chain and base, CLR-masked ones excluded).
+func (db *DB) KeyVersions(key []byte) (int, error) {
+	p, err := db.tree.Leaf(key)
+	if err != nil || p == nil {
+		return 0, err
+	}
+	n := 0
+	p.Versions(key, func(node.Version) bool { n++; return true })
+	return n, nil
+}

@@ -38,8 +38,9 @@ func (t *Tree) underfull(c *node.Contents) bool {
 
 // Env is what the tree asks of the rest of the engine.
 type Env struct {
-	// LowUnretired returns the lowest unretired txid (retention rule).
-	LowUnretired func() uint64
+	// Retention answers consolidation's questions about transactions
+	// (node.Retention: the retention rule).
+	Retention node.Retention
 	// Gens is the generational pool: the cut gate, addresses, dirty sets.
 	Gens *generation.Manager
 	// Load reads a page's state from its newest durable frame (nil: the
@@ -580,7 +581,7 @@ type split struct {
 // underfull. New pages it creates are published here.
 func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
-	c := p.Collect(t.env.LowUnretired())
+	c := p.Collect(t.env.Retention)
 	b := p.Base
 	n := c.Keys()
 	if !t.tooBig(c) {
