@@ -197,11 +197,11 @@ func (db *DB) open(exists bool) error {
 		ChainMax:     o.DeltaChainMax,
 		SplitBytes:   leafSplitBytes,
 	}, tree.Env{
-		Retention:    retention{db},
-		Gens:         db.gens,
-		Load:         db.loadPage,
-		Loaded:       db.cacheCheck,
-		WantCompact:  db.wantCompact,
+		Retention:   retention{db},
+		Gens:        db.gens,
+		Load:        db.loadPage,
+		Loaded:      db.cacheCheck,
+		WantCompact: db.wantCompact,
 	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }
