@@ -116,7 +116,7 @@ func (t *Tree) publish(slot *pagetable.Slot[node.Page], pid pagetable.PID, old, 
 		}
 	}
 	t.env.Gens.Touch(slot, pid, old, frames, size)
-	t.pt.Account(slot, int64(st.Bytes()))
+	t.pt.Account(slot, int64(st.Bytes()), st.Base.Level > 0)
 	slot.Store(st)
 }
 
@@ -287,7 +287,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 			return EvictSkipped
 		}
 		slot.Disk.Store(head)
-		t.pt.Account(slot, 0)
+		t.pt.Account(slot, 0, false)
 		slot.Store(nil)
 		t.stubBytes.Add(-int64(p.Bytes()))
 		return EvictDropped
@@ -297,7 +297,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 		t.stubBytes.Add(-int64(p.Stub.Own))
 	}
 	t.stubBytes.Add(int64(st.Stub.Own))
-	t.pt.Account(slot, int64(st.Bytes()))
+	t.pt.Account(slot, int64(st.Bytes()), false)
 	slot.Store(st)
 	return EvictStubbed
 }
@@ -461,7 +461,7 @@ func (t *Tree) fullOnce(pid pagetable.PID, p *node.Page) (*node.Page, error) {
 // held (and releases it), once the caller checked the slot is unchanged.
 // The page becomes an eviction candidate and the engine checks its budget.
 func (t *Tree) install(slot *pagetable.Slot[node.Page], pid pagetable.PID, p *node.Page) {
-	t.pt.Account(slot, int64(p.Bytes()))
+	t.pt.Account(slot, int64(p.Bytes()), p.Base.Level > 0)
 	slot.Store(p)
 	slot.Mu.Unlock()
 	t.loads.Add(1)
