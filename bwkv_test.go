@@ -86,9 +86,9 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestOptionsValidateReportsEveryField(t *testing.T) {
-	o := (&bwkv.Options{PageSplitEntries: 1, DeltaChainMax: -1, MaxKeySize: -5, Durability: 7}).EnsureDefaults()
+	o := (&bwkv.Options{PageSplitEntries: 1, DeltaChainMax: -1, MaxKeySize: -5, Durability: 7, MaxOpenFiles: 3}).EnsureDefaults()
 	err := o.Validate()
-	for _, want := range []string{"PageSplitEntries", "DeltaChainMax", "MaxKeySize", "Durability"} {
+	for _, want := range []string{"PageSplitEntries", "DeltaChainMax", "MaxKeySize", "Durability", "MaxOpenFiles"} {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("Validate() = %v, want a complaint about %s", err, want)
 		}

@@ -49,7 +49,7 @@ type cacheState struct {
 
 func newCacheState() cacheState { return cacheState{kick: make(chan struct{}, 1)} }
 
-// cacheHardLimit is the resident total at which writers wait for a
+// cacheHardLimit is the resident leaf total at which writers wait for a
 // publish (backpressure): twice CacheBytes plus a 4 MiB floor (so tiny
 // budgets, tests use 1 byte, throttle only when pages pile up) plus the
 // unpublished frame bytes.
@@ -74,8 +74,18 @@ func (db *DB) unpublished() int64 {
 // pages plus the dirty part.
 func (db *DB) budget() int64 { return db.opts.CacheBytes + db.unpublished() }
 
-// overBudget reports whether resident pages exceed the budget. O(1).
-func (db *DB) overBudget() bool { return db.pt.Resident() > db.budget() }
+// overBudget reports whether resident leaves exceed the budget. O(1).
+func (db *DB) overBudget() bool { return db.leafResident() > db.budget() }
+
+// leafResident is the memory of resident leaves (stubs included): what
+// the budget, the evictor and the hard limit govern. Inner pages are
+// accounted apart (pagetable.InnerResident) and never evicted: a
+// checkpoint or an eviction cannot shrink them, so counting them here
+// made every write force a useless cut once they alone passed the hard
+// limit. Their own bound follows from the data: one separator (key and
+// child PID) per page below them, about (separator bytes + 40) per leaf
+// (Options.CacheBytes). O(1).
+func (db *DB) leafResident() int64 { return db.pt.Resident() - db.pt.InnerResident() }
 
 // cacheCheck runs after a page load and a write: it wakes the evictor when
 // the budget is exceeded. A read-only DB runs no background goroutines, so
@@ -150,7 +160,7 @@ func (db *DB) evictLoop() {
 			continue
 		}
 		db.evict(-1)
-		if db.pt.Resident() > db.budget()+db.opts.CacheBytes/4 && db.gens.Hot().Frames() > 0 {
+		if db.leafResident() > db.budget()+db.opts.CacheBytes/4 && db.gens.Hot().Frames() > 0 {
 			// What is left is dirty: a cut turns it into candidates.
 			db.cache.pressure.Store(true)
 			db.kickCheckpoint()
@@ -167,7 +177,7 @@ func (db *DB) evict(max int) {
 	if max < 0 {
 		max = db.pt.Candidates()
 	}
-	for i := 0; i < max && db.pt.Resident() > target; i++ {
+	for i := 0; i < max && db.leafResident() > target; i++ {
 		pid, ok := db.pt.Dequeue()
 		if !ok {
 			return

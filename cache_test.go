@@ -109,3 +109,69 @@ func TestCacheBounded(t *testing.T) {
 	defer db.Close()
 	check(db)
 }
+
+// TestInnerPagesDoNotStall: with a 1-byte cache and long keys in tiny
+// pages, inner pages alone hold more than the cache's hard limit (2x the
+// budget + 4 MiB). They cannot be evicted and a checkpoint cannot shrink
+// them, so they must not make writers wait: 100 puts afterwards take no
+// backpressure stall and force no checkpoint. Before inner pages were
+// accounted apart, each of those puts forced a cut and waited for it
+// (100 puts: 100 checkpoints, 99 stalls).
+func TestInnerPagesDoNotStall(t *testing.T) {
+	n := 60000
+	if testing.Short() {
+		n = 30000
+	}
+	o := &bwkv.Options{CacheBytes: 1, PageSplitEntries: 4, CheckpointBytes: 64 << 20, MaxKeySize: 1024}
+	db := openTest(t, o)
+	key := func(i int) []byte { return fmt.Appendf(bytes.Repeat([]byte{'k'}, 500), "%08d", i) }
+	for i := 0; i < n; i += 1000 {
+		err := db.Update(func(tx *bwkv.Txn) error {
+			for j := i; j < i+1000; j++ {
+				if err := tx.Put(key(j), []byte("v")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	// Let the evictor shrink the (clean) leaves below the hard limit; a
+	// put may wake it, and the limit is about leaves it can free.
+	deadline := time.Now().Add(20 * time.Second) // a hang detector, not a timing assertion
+	for {
+		s := db.Stats()
+		if s.Cache.Bytes-s.Cache.InnerBytes < 2<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leaves still hold %d bytes after checkpoint and eviction", s.Cache.Bytes-s.Cache.InnerBytes)
+		}
+		_ = db.Put(key(0), []byte("v")) // wakes the evictor
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := db.Stats()
+	if before.Cache.InnerBytes <= 4<<20 {
+		t.Fatalf("inner pages hold %d bytes: not past the hard limit, the test proves nothing", before.Cache.InnerBytes)
+	}
+	t0 := time.Now()
+	for i := 0; i < 100; i++ {
+		if err := db.Put(key(i*7), []byte("w")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	el := time.Since(t0)
+	after := db.Stats()
+	stalls := after.BackpressureStalls - before.BackpressureStalls
+	ckpts := after.Checkpoint.Count - before.Checkpoint.Count
+	t.Logf("%d keys, %d leaves: inner pages %d KiB (%.0f bytes per leaf), resident %d KiB; 100 puts: %v, %d stalls, %d checkpoints",
+		n, before.Tree.Leaves, before.Cache.InnerBytes>>10, float64(before.Cache.InnerBytes)/float64(before.Tree.Leaves), before.Cache.Bytes>>10, el, stalls, ckpts)
+	if stalls != 0 || ckpts > 1 {
+		t.Fatalf("100 puts: %d backpressure stalls, %d checkpoints; want none (inner pages cannot be freed by a cut)", stalls, ckpts)
+	}
+}

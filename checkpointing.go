@@ -94,7 +94,7 @@ func (db *DB) mustWait() bool {
 	if db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && (db.gens.Sealed() != nil || db.gc.running.Load()) {
 		return true
 	}
-	if db.pt.Resident() > db.cacheHardLimit() && (db.gens.Sealed() != nil || db.gens.Hot().Frames() > 0) {
+	if db.leafResident() > db.cacheHardLimit() && (db.gens.Sealed() != nil || db.gens.Hot().Frames() > 0) {
 		db.cache.pressure.Store(true)
 		db.kickCheckpoint()
 		return true

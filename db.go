@@ -55,7 +55,7 @@ type DB struct {
 	// format holds the persisted format options in force.
 	format manifest.FormatOptions
 
-	files fileCache // open data files, reference counted (gc.go)
+	files *pool.Files // open data files: bounded, reference counted (gc.go)
 
 	ckpt  ckptState
 	cache cacheState
@@ -134,12 +134,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 		log:   logger,
 		txns:  make(map[*Txn]struct{}),
 		stop:  make(chan struct{}),
-		files: fileCache{},
 		ckpt:  newCkptState(),
 		cache: newCacheState(),
 	}
+	db.files = pool.NewFiles(o.MaxOpenFiles, db.openDataFile)
 	if err := db.open(exists); err != nil {
-		db.files.closeAll()
+		db.files.CloseAll()
 		if db.man != nil {
 			db.man.Close()
 		}
@@ -220,11 +220,11 @@ func (db *DB) open(exists bool) error {
 		ChainMax:     o.DeltaChainMax,
 		SplitBytes:   leafSplitBytes,
 	}, tree.Env{
-		LowUnretired: func() uint64 { return db.mv.Low() },
-		Gens:         db.gens,
-		Load:         db.loadPage,
-		Loaded:       db.cacheCheck,
-		WantCompact:  db.wantCompact,
+		Retention:   retention{db},
+		Gens:        db.gens,
+		Load:        db.loadPage,
+		Loaded:      db.cacheCheck,
+		WantCompact: db.wantCompact,
 	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(Snapshot) }
@@ -353,7 +353,7 @@ func (db *DB) Close() error {
 	close(db.stop)
 	db.bg.Wait()
 	var err error
-	db.files.closeAll()
+	db.files.CloseAll()
 	if db.man != nil {
 		db.man.Close()
 	}

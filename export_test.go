@@ -3,6 +3,7 @@ package bwkv
 import (
 	"errors"
 
+	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 )
 
@@ -52,3 +53,14 @@ func SetTestGCVerify(on bool) { testGCVerify = on }
 // SetTestManifestRotateBytes makes DBs opened afterwards rotate their
 // manifest past n bytes (0: the default), so crash tests reach rotation.
 func SetTestManifestRotateBytes(n int64) { testManifestRotateBytes = n }
+// KeyVersions returns how many versions of key its leaf holds in memory
+// (chain and base, CLR-masked ones excluded).
+func (db *DB) KeyVersions(key []byte) (int, error) {
+	p, err := db.tree.Leaf(key)
+	if err != nil || p == nil {
+		return 0, err
+	}
+	n := 0
+	p.Versions(key, func(node.Version) bool { n++; return true })
+	return n, nil
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 
 // The root's side of the data-file GC (DESIGN §8; the gc package holds
 // the accounting, the victim choice and the rewrite protocol): the
-// reference-counted data-file cache, the reads that retry when a rewrite
+// bounded reference-counted data-file cache (pool.Files), the reads that retry when a rewrite
 // moved an address, and the round the checkpointer runs after a publish.
 
 const (
@@ -35,10 +34,6 @@ const (
 	// rewrite commit, so more than a few means a bug).
 	readRetries = 8
 )
-
-// errFileRetired: the data file was retired by the GC; the caller
-// re-reads the address map.
-var errFileRetired = errors.New("bwkv: data file retired")
 
 // testGCVerify (tests) makes every rewrite cross-check the GC's
 // bookkeeping against the disk (gc.Env.Verify).
@@ -200,14 +195,14 @@ func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
 		if !ok {
 			return nil, "", &CorruptionError{File: db.dir, Offset: int64(a), Reason: fmt.Sprintf("no data file holds address %d", a)}
 		}
-		cf, err := db.files.acquire(db, id)
+		h, err := db.files.Acquire(uint64(id))
 		if err == nil {
-			fr, err := cf.f.ReadFrame(a)
-			name := cf.f.Name()
-			db.files.release(id, cf)
+			fr, err := h.File().ReadFrame(a)
+			name := h.File().Name()
+			db.files.Release(h)
 			return fr, name, err
 		}
-		if attempt < readRetries && (errors.Is(err, errFileRetired) || errors.Is(err, fs.ErrNotExist)) {
+		if attempt < readRetries && (errors.Is(err, pool.ErrRetired) || errors.Is(err, fs.ErrNotExist)) {
 			if now, ok := db.man.FileOf(a); ok && now != id {
 				continue
 			}
@@ -216,37 +211,9 @@ func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
 	}
 }
 
-// fileCache holds the open data files. A reader holds a handle for one
-// frame read (acquire, release); a retired file gets no new handle and is
-// closed by whoever drops its last one, so the GC unlinks it only once no
-// reader can still be inside it.
-type fileCache struct {
-	mu sync.Mutex
-	// open maps a file to its handle. Guarded by mu.
-	open map[manifest.FileID]*cachedFile
-	// retired maps a retired file to a channel closed once its handle is
-	// closed. Guarded by mu.
-	retired map[manifest.FileID]chan struct{}
-}
-
-type cachedFile struct {
-	f    *pool.File
-	refs int // guarded by fileCache.mu
-}
-
-// acquire returns a handle on file id, opening it on first use. The caller
-// must release it.
-func (c *fileCache) acquire(db *DB, id manifest.FileID) (*cachedFile, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.retired[id]; ok {
-		return nil, fmt.Errorf("bwkv: data file %d: %w", id, errFileRetired)
-	}
-	if cf := c.open[id]; cf != nil {
-		cf.refs++
-		return cf, nil
-	}
-	name := db.dataPath(id)
+// openDataFile opens and validates data file id (pool.Files' opener).
+func (db *DB) openDataFile(id uint64) (*pool.File, error) {
+	name := db.dataPath(manifest.FileID(id))
 	vf, err := db.fs.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("bwkv: open data file %s: %w", name, err)
@@ -256,89 +223,30 @@ func (c *fileCache) acquire(db *DB, id manifest.FileID) (*cachedFile, error) {
 		vf.Close()
 		return nil, err
 	}
-	if c.open == nil {
-		c.open = map[manifest.FileID]*cachedFile{}
-	}
-	cf := &cachedFile{f: f, refs: 1}
-	c.open[id] = cf
-	return cf, nil
-}
-
-// release drops a handle; the last one of a retired file closes it.
-func (c *fileCache) release(id manifest.FileID, cf *cachedFile) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cf.refs--
-	if ch, ok := c.retired[id]; ok && cf.refs == 0 && c.open[id] == cf {
-		cf.f.Close()
-		delete(c.open, id)
-		close(ch)
-	}
-}
-
-// retire refuses new handles on file id and returns a channel closed once
-// the file is closed (at once if no reader holds it).
-func (c *fileCache) retire(id manifest.FileID) <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ch, ok := c.retired[id]; ok {
-		return ch
-	}
-	if c.retired == nil {
-		c.retired = map[manifest.FileID]chan struct{}{}
-	}
-	ch := make(chan struct{})
-	c.retired[id] = ch
-	cf := c.open[id]
-	if cf == nil || cf.refs == 0 {
-		if cf != nil {
-			cf.f.Close()
-			delete(c.open, id)
-		}
-		close(ch)
-	}
-	return ch
-}
-
-// forget drops the retirement of an unlinked file (a late open finds no
-// file and re-reads the map).
-func (c *fileCache) forget(id manifest.FileID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.retired, id)
-}
-
-// closeAll closes every open file (Close, after background work stopped).
-func (c *fileCache) closeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, cf := range c.open {
-		cf.f.Close()
-		delete(c.open, id)
-	}
+	return f, nil
 }
 
 // gcFiles is the collector's view of the cache (gc.Files).
 type gcFiles struct{ db *DB }
 
 func (g gcFiles) Addrs(id manifest.FileID) ([]uint64, error) {
-	cf, err := g.db.files.acquire(g.db, id)
+	h, err := g.db.files.Acquire(uint64(id))
 	if err != nil {
 		return nil, err
 	}
-	defer g.db.files.release(id, cf)
-	return cf.f.Addrs(), nil
+	defer g.db.files.Release(h)
+	return h.File().Addrs(), nil
 }
 
 func (g gcFiles) ReadFrom(id manifest.FileID, addr uint64) (*delta.Frame, error) {
-	cf, err := g.db.files.acquire(g.db, id)
+	h, err := g.db.files.Acquire(uint64(id))
 	if err != nil {
 		return nil, err
 	}
-	defer g.db.files.release(id, cf)
-	return cf.f.ReadFrame(addr)
+	defer g.db.files.Release(h)
+	return h.File().ReadFrame(addr)
 }
 
-func (g gcFiles) Retire(id manifest.FileID) <-chan struct{} { return g.db.files.retire(id) }
+func (g gcFiles) Retire(id manifest.FileID) <-chan struct{} { return g.db.files.Retire(uint64(id)) }
 
-func (g gcFiles) Deleted(id manifest.FileID) { g.db.files.forget(id) }
+func (g gcFiles) Deleted(id manifest.FileID) { g.db.files.Forget(uint64(id)) }

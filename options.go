@@ -73,8 +73,14 @@ type Options struct {
 	Durability Durability
 	// CheckpointBytes of dirty page data trigger a checkpoint; default 64 MiB.
 	CheckpointBytes int64
-	// CacheBytes is the memory budget for clean pages; default 256 MiB.
-	// Past it, clean leaves are evicted (see the package Caveats).
+	// CacheBytes is the memory budget for clean leaf pages; default 256
+	// MiB. Past it, clean leaves are evicted (see the package Caveats).
+	// Outside it: dirty pages (bounded by CheckpointBytes backpressure)
+	// and inner pages, which stay resident (Stats.Cache.InnerBytes). They
+	// hold one separator per page below them: about (separator key bytes
+	// + 40) per leaf at the default PageSplitEntries (measured: 51 bytes
+	// per leaf, 0.2 MiB for 300k 16-byte keys), more with small pages,
+	// whose inner pages' fence keys weigh more.
 	CacheBytes int64
 	// WALSegmentBytes is the log segment size; default 64 MiB. It must be at
 	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments);
@@ -85,6 +91,11 @@ type Options struct {
 	// GC round reads at most 4x max(this, CheckpointBytes) of victims.
 	// (Today a checkpoint writes one file, whatever its size.)
 	DataFileBytes int64
+	// MaxOpenFiles bounds the data files kept open; default 500, minimum
+	// 8. Least recently used files are closed past it and reopened (footer
+	// and table read again) on their next read. Only files that readers
+	// hold at the same moment can take the count above it.
+	MaxOpenFiles int
 	// MaxKeySize in bytes; default 4096. Persisted: the stored value wins.
 	MaxKeySize int
 	// MaxValueSize in bytes; default 4 MiB. Persisted: the stored value
@@ -169,6 +180,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.DataFileBytes == 0 {
 		o.DataFileBytes = 64 << 20
 	}
+	if o.MaxOpenFiles == 0 {
+		o.MaxOpenFiles = 500
+	}
 	if o.PageSplitEntries == 0 {
 		o.PageSplitEntries = 128
 	}
@@ -227,6 +241,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DataFileBytes < 4096 {
 		bad("DataFileBytes %d < 4096", o.DataFileBytes)
+	}
+	if o.MaxOpenFiles < 8 {
+		bad("MaxOpenFiles %d < 8", o.MaxOpenFiles)
 	}
 	if o.PageSplitEntries < 4 {
 		bad("PageSplitEntries %d < 4", o.PageSplitEntries)

@@ -25,10 +25,9 @@ func (db *DB) NewSnapshot() (*Snapshot, error) {
 	s := db.snapPool.Get().(*Snapshot)
 	s.db = db
 	s.closed.Store(false)
-	// Register a lower bound of the start before sampling it, so the
-	// watermark can never pass this snapshot (DESIGN §4).
-	db.mv.Registry().Register(&s.reg, db.mv.Now())
-	s.r.Init(db.mv, 0, db.mv.Now())
+	// Registers a lower bound of the start before sampling it, so the
+	// watermark can never pass this snapshot (mvcc package doc).
+	s.r.Init(db.mv, 0, db.mv.RegisterSnapshot(&s.reg))
 	return s, nil
 }
 

@@ -86,9 +86,10 @@ type TreeStats struct {
 // CacheStats describes the page cache.
 type CacheStats struct {
 	// Bytes is the memory of the resident page states; StubBytes the
-	// part held by evicted leaves' stubs (fences and key filters).
-	Bytes, StubBytes        int64
-	Hits, Misses, Evictions uint64
+	// part held by evicted leaves' stubs (fences and key filters),
+	// InnerBytes the part held by inner pages (outside CacheBytes).
+	Bytes, StubBytes, InnerBytes int64
+	Hits, Misses, Evictions      uint64
 	// Compactions counts stub leaves handed to the background
 	// consolidation (their chains grew long under blind inserts).
 	Compactions uint64
@@ -115,6 +116,7 @@ func (db *DB) Stats() Stats {
 	s.Cache.Misses = ts.Loads // pages read from data files
 	s.Cache.Evictions = db.cache.evictions.Load()
 	s.Cache.StubBytes = db.tree.StubBytes()
+	s.Cache.InnerBytes = db.pt.InnerResident()
 	s.Cache.Compactions = db.cache.compactions.Load()
 	s.Recovery = db.recovery
 	c := &db.ckpt
@@ -200,6 +202,7 @@ func (s Stats) String() string {
 	row("tree", "merges", s.Tree.Merges)
 	row("cache", "bytes", s.Cache.Bytes)
 	row("cache", "stub bytes", s.Cache.StubBytes)
+	row("cache", "inner bytes", s.Cache.InnerBytes)
 	row("cache", "hits", s.Cache.Hits)
 	row("cache", "misses", s.Cache.Misses)
 	row("cache", "evictions", s.Cache.Evictions)

@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,7 +107,45 @@ func (m *Manager) Begin() *Txn {
 	m.status.Store(t.ID, t)
 	m.queue = append(m.queue, t)
 	m.qmu.Unlock()
+	m.reg.Settle(&t.Reg, t.ID)
 	return t
+}
+
+// RegisterSnapshot registers a snapshot reader in g and returns its start
+// timestamp: the registration (a lower bound) precedes the sample, so the
+// watermark never passes the snapshot (DESIGN §4), and then the slot is
+// settled to the exact start for consolidation's retention. O(1).
+func (m *Manager) RegisterSnapshot(g *Reg) uint64 {
+	m.reg.Register(g, m.ts.Load())
+	start := m.ts.Load()
+	m.reg.Settle(g, start)
+	return start
+}
+
+// CommitTS returns the commit timestamp of txid if it is an unretired
+// committed txn; false for any other state (active, committing, aborted,
+// in doubt, or not in the status table) — consolidation keeps those
+// versions (node.Retention).
+func (m *Manager) CommitTS(id uint64) (uint64, bool) {
+	t, ok := m.status.Load(id)
+	if !ok || State(t.state.Load()) != Committed {
+		return 0, false
+	}
+	return t.commitTS.Load(), true
+}
+
+// Readers returns the start timestamps of every registered reader,
+// sorted, and a bound p: a reader registered but not settled, or one that
+// registers during the call, may start anywhere at or above p, so
+// consolidation keeps every committed version above p and the newest at
+// or below it (node.Retention). p is the oracle read before the registry
+// pass (any reader the pass misses stores its slot later and samples its
+// start after that), lowered to the smallest provisional bound.
+func (m *Manager) Readers(dst []uint64) ([]uint64, uint64) {
+	t0 := m.ts.Load()
+	dst, p := m.reg.Starts(dst[:0], t0)
+	slices.Sort(dst)
+	return slices.Compact(dst), p
 }
 
 // Lookup returns the status record of an unretired txn.

@@ -9,8 +9,13 @@ import (
 
 const slotsPerShard = 8
 
+// provisional marks a slot (or overflow value) that holds only a lower
+// bound of its reader's start: the reader registered but has not settled
+// its sampled start yet (Settle).
+const provisional = 1 << 63
+
 type paddedSlot struct {
-	v atomic.Uint64 // 0: free; else registered lower bound + 1
+	v atomic.Uint64 // 0: free; else (start or lower bound) + 1, maybe | provisional
 	_ [56]byte
 }
 
@@ -42,10 +47,10 @@ func NewRegistry() *Registry {
 }
 
 // Register stores lowerBound (which must be <= the start the caller samples
-// next) in a free slot. O(1) expected; allocation-free unless every slot is
-// taken.
+// next) in a free slot, marked provisional until Settle. O(1) expected;
+// allocation-free unless every slot is taken.
 func (r *Registry) Register(g *Reg, lowerBound uint64) {
-	v := lowerBound + 1
+	v := (lowerBound + 1) | provisional
 	n := uint32(len(r.shards))
 	s := rand.Uint32() % n
 	for probe := uint32(0); probe < n; probe++ {
@@ -59,9 +64,25 @@ func (r *Registry) Register(g *Reg, lowerBound uint64) {
 		}
 	}
 	r.overMu.Lock()
-	r.overflow[g] = lowerBound
+	r.overflow[g] = v
 	g.over = true
 	r.overMu.Unlock()
+}
+
+// Settle replaces g's lower bound by the start its reader sampled after
+// registering (start >= the bound, so the watermark only rises). From then
+// on consolidation keeps exactly the version this start sees instead of
+// everything newer than the bound (node.Retention). O(1).
+func (r *Registry) Settle(g *Reg, start uint64) {
+	if g.slot != nil {
+		g.slot.Store(start + 1)
+		return
+	}
+	if g.over {
+		r.overMu.Lock()
+		r.overflow[g] = start + 1
+		r.overMu.Unlock()
+	}
 }
 
 // Unregister releases g's slot.
@@ -79,23 +100,53 @@ func (r *Registry) Unregister(g *Reg) {
 	}
 }
 
-// Min returns the smallest registered lower bound, or limit if smaller.
+// Min returns the smallest registered start (or lower bound), or limit if
+// smaller.
 func (r *Registry) Min(limit uint64) uint64 {
 	m := limit
 	for i := range r.shards {
 		sh := &r.shards[i]
 		for j := range sh.slots {
-			if v := sh.slots[j].v.Load(); v != 0 && v-1 < m {
+			if v := sh.slots[j].v.Load() &^ provisional; v != 0 && v-1 < m {
 				m = v - 1
 			}
 		}
 	}
 	r.overMu.Lock()
 	for _, v := range r.overflow {
-		if v < m {
-			m = v
+		if v := v &^ provisional; v-1 < m {
+			m = v - 1
 		}
 	}
 	r.overMu.Unlock()
 	return m
+}
+
+// Starts appends the settled starts of the registered readers to dst
+// (unsorted, duplicates kept) and returns it with the smallest provisional
+// lower bound, or limit if smaller. One pass over the slots: O(slots), about
+// 4·GOMAXPROCS·8 words, independent of the write rate.
+func (r *Registry) Starts(dst []uint64, limit uint64) ([]uint64, uint64) {
+	p := limit
+	add := func(v uint64) {
+		if v&provisional != 0 {
+			p = min(p, (v&^provisional)-1)
+			return
+		}
+		dst = append(dst, v-1)
+	}
+	for i := range r.shards {
+		sh := &r.shards[i]
+		for j := range sh.slots {
+			if v := sh.slots[j].v.Load(); v != 0 {
+				add(v)
+			}
+		}
+	}
+	r.overMu.Lock()
+	for _, v := range r.overflow {
+		add(v)
+	}
+	r.overMu.Unlock()
+	return dst, p
 }

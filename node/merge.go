@@ -147,21 +147,83 @@ func (p *Page) mergedVisible(lo, hi []byte, vis Visibility, scratch []ver, fn fu
 	})
 }
 
+// Retention is what consolidation asks of the transaction layer to apply
+// the retention rule (see the package doc). Implementations must be safe
+// for concurrent use.
+type Retention interface {
+	// Low returns the lowest unretired txid.
+	Low() uint64
+	// CommitTS returns the commit timestamp of an unretired txid that has
+	// committed; false for any other state (its versions are all kept).
+	CommitTS(txid uint64) (uint64, bool)
+	// Readers appends to dst[:0] the start timestamps of the registered
+	// readers, sorted and distinct, and returns them with a bound p at or
+	// below the start of any reader not listed (one that registered
+	// concurrently): every committed version above p is kept, and the
+	// newest at or below it.
+	Readers(dst []uint64) (starts []uint64, p uint64)
+}
+
+// retention applies the rule for one consolidation; it fetches the
+// reader set at most once, and only if some key has two or more committed
+// unretired versions (so a consolidation that drops nothing pays nothing).
+type retention struct {
+	r       Retention
+	low     uint64
+	fetched bool
+	starts  []uint64
+	p       uint64
+	mask    maskSet
+}
+
+func newRetention(r Retention) *retention { return &retention{r: r, low: r.Low()} }
+
+// needed reports whether a committed version with commit timestamp c,
+// whose next newer committed version of the key committed at newer, is
+// the newest at or below some reader's start: a reader with start in
+// [c, newer), or the unlisted readers at or above p.
+func (rt *retention) needed(c, newer uint64) bool {
+	if !rt.fetched {
+		rt.fetched = true
+		rt.starts, rt.p = rt.r.Readers(rt.starts)
+	}
+	if c > rt.p || (c <= rt.p && rt.p < newer) {
+		return true
+	}
+	i, _ := slices.BinarySearch(rt.starts, c)
+	return i < len(rt.starts) && rt.starts[i] < newer
+}
+
 // retain applies the retention rule (see the package doc) to one key's
-// versions, newest first, appending the kept ones to out.
-func retain(vs []ver, lowUnretired uint64, mask *maskSet, out []ver) []ver {
-	mask.reset()
+// versions, newest first, appending the kept ones to out. O(versions of
+// the key · log readers).
+func (rt *retention) retain(vs []ver, out []ver) []ver {
+	rt.mask.reset()
 	retiredKept := false
+	newer, haveNewer := uint64(0), false // commit ts of the newer committed version
 	for _, v := range vs {
-		if v.txid >= lowUnretired {
-			out = append(out, v)
+		if v.txid >= rt.low {
+			c, committed := rt.r.CommitTS(v.txid)
+			switch {
+			case !committed || v.flags&delta.CLR != 0:
+				out = append(out, v)
+			case !haveNewer:
+				// The newest committed version: every reader that
+				// started after its commit sees it.
+				out = append(out, v)
+			case rt.needed(c, newer):
+				out = append(out, v)
+			}
+			if committed {
+				newer, haveNewer = c, true
+			}
 			continue
 		}
 		if v.flags&delta.CLR != 0 {
-			mask.add(v.txid)
+			rt.mask.add(v.txid)
 			continue
 		}
-		if mask.has(v.txid) || retiredKept {
+		if rt.mask.has(v.txid) || retiredKept {
 			continue
 		}
 		retiredKept = true
@@ -187,17 +249,16 @@ func (c *Contents) Keys() int { return len(c.keyStart) }
 func (c *Contents) Bytes() int { return c.bytes }
 
 // Collect gathers p's versions after the retention rule.
-func (p *Page) Collect(lowUnretired uint64) *Contents {
+func (p *Page) Collect(r Retention) *Contents {
 	c := &Contents{vers: make([]ver, 0, p.Base.Len()+p.Len)}
-	c.appendPage(p, lowUnretired)
+	c.appendPage(p, newRetention(r))
 	return c
 }
 
-func (c *Contents) appendPage(p *Page, lowUnretired uint64) {
-	var mask maskSet
+func (c *Contents) appendPage(p *Page, rt *retention) {
 	p.mergedRun(nil, nil, nil, func(key []byte, vs []ver) {
 		n := len(c.vers)
-		c.vers = retain(vs, lowUnretired, &mask, c.vers)
+		c.vers = rt.retain(vs, c.vers)
 		if len(c.vers) > n {
 			c.keyStart = append(c.keyStart, n)
 			for _, v := range c.vers[n:] {
@@ -209,7 +270,7 @@ func (c *Contents) appendPage(p *Page, lowUnretired uint64) {
 
 // Append adds the retained versions of p, whose keys all sort after the
 // keys already collected (a merge of a right sibling).
-func (c *Contents) Append(p *Page, lowUnretired uint64) { c.appendPage(p, lowUnretired) }
+func (c *Contents) Append(p *Page, r Retention) { c.appendPage(p, newRetention(r)) }
 
 // SplitKey returns the first key of the right half when the contents are
 // cut in two halves of distinct keys.

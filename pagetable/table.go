@@ -29,9 +29,11 @@ type Slot[T any] struct {
 	// its state is not loaded (0: none). Written under Mu when a clean page
 	// is evicted.
 	Disk atomic.Uint64
-	// Bytes is the memory the resident state was accounted with (guarded
-	// by Mu; see Table.Account).
+	// Bytes is the memory the resident state was accounted with, and
+	// inner whether it was accounted as an inner page (guarded by Mu; see
+	// Table.Account).
 	Bytes int64
+	inner bool
 	// Ref is the CLOCK reference bit: set by reads, cleared by the evictor
 	// (a page read since the evictor last passed gets a second chance).
 	Ref atomic.Uint32
@@ -81,17 +83,31 @@ type Table[T any] struct {
 	pending []retired
 	head    int
 
-	// resident is the accounted memory of every resident state.
-	resident atomic.Int64
+	// resident is the accounted memory of every resident state; inner
+	// the part of it held by inner pages.
+	resident, inner atomic.Int64
 	// ring holds eviction candidates (see Enqueue); cring pages whose
 	// chains want a background consolidation (EnqueueCompact).
 	ring, cring ring
 }
 
-// Account records that slot now holds a state of n bytes (0: none) and
-// adjusts the resident total. Callers hold the slot's Mu (or own the PID
-// exclusively). O(1).
-func (t *Table[T]) Account(s *Slot[T], n int64) {
+// Account records that slot now holds a state of n bytes (0: none), an
+// inner page's if inner, and adjusts the resident totals. Callers hold the
+// slot's Mu (or own the PID exclusively). O(1).
+func (t *Table[T]) Account(s *Slot[T], n int64, inner bool) {
+	if s.inner || inner {
+		d := -s.Bytes
+		if !s.inner {
+			d = 0
+		}
+		if inner {
+			d += n
+		}
+		if d != 0 {
+			t.inner.Add(d)
+		}
+		s.inner = inner
+	}
 	if d := n - s.Bytes; d != 0 {
 		s.Bytes = n
 		t.resident.Add(d)
@@ -100,6 +116,9 @@ func (t *Table[T]) Account(s *Slot[T], n int64) {
 
 // Resident returns the accounted memory of all resident states.
 func (t *Table[T]) Resident() int64 { return t.resident.Load() }
+
+// InnerResident returns the part of Resident held by inner pages.
+func (t *Table[T]) InnerResident() int64 { return t.inner.Load() }
 
 // Enqueue offers pid as an eviction candidate: a page just loaded, or one
 // whose dirty generation was published. A PID already waiting is not added

@@ -49,6 +49,11 @@
 // counting (DESIGN §8) ensures it. Records returned by ReadFrame belong to
 // the caller and alias no buffer of the package.
 //
+// Files (files.go) bounds the open data files: reference-counted handles,
+// least recently used idle files closed past Options.MaxOpenFiles, and the
+// retirement handshake with the GC (a retired file is closed, then
+// unlinked, only once no reader holds it).
+//
 // A FileWriter is used by one goroutine. It buffers frames and writes them
 // with WriteAt in large chunks; Finish writes the table and the footer but
 // does not fsync: publishing makes the data durable itself (DESIGN §5 step

@@ -15,6 +15,9 @@ var (
 	ErrNoFrame = errors.New("pool: address not in file")
 	// ErrClosed: the File was closed.
 	ErrClosed = errors.New("pool: file closed")
+	// ErrRetired: the data file was retired by the GC (Files.Retire); the
+	// caller re-reads its address map, which names the file's successor.
+	ErrRetired = errors.New("pool: data file retired")
 	// ErrFinished: the FileWriter was used after Finish.
 	ErrFinished = errors.New("pool: writer finished")
 	// ErrSync is wrapped by the writers of data files (checkpoint, GC)

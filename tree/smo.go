@@ -162,9 +162,8 @@ func (t *Tree) tryMerge(key []byte) error {
 	if lp.Base.Keys+rp.Base.Keys > t.cfg.SplitEntries {
 		return nil // cheap pre-check on the bases alone
 	}
-	low := t.env.LowUnretired()
-	c := lp.Collect(low)
-	c.Append(rp, low)
+	c := lp.Collect(t.env.Retention)
+	c.Append(rp, t.env.Retention)
 	n := c.Keys()
 	if n > t.cfg.SplitEntries*3/4 || (t.cfg.SplitBytes > 0 && c.Bytes() > t.cfg.SplitBytes*3/4) {
 		return nil

@@ -38,8 +38,9 @@ func (t *Tree) underfull(c *node.Contents) bool {
 
 // Env is what the tree asks of the rest of the engine.
 type Env struct {
-	// LowUnretired returns the lowest unretired txid (retention rule).
-	LowUnretired func() uint64
+	// Retention answers consolidation's questions about transactions
+	// (node.Retention: the retention rule).
+	Retention node.Retention
 	// Gens is the generational pool: the cut gate, addresses, dirty sets.
 	Gens *generation.Manager
 	// Load reads a page's state from its newest durable frame (nil: the
@@ -115,7 +116,7 @@ func (t *Tree) publish(slot *pagetable.Slot[node.Page], pid pagetable.PID, old, 
 		}
 	}
 	t.env.Gens.Touch(slot, pid, old, frames, size)
-	t.pt.Account(slot, int64(st.Bytes()))
+	t.pt.Account(slot, int64(st.Bytes()), st.Base.Level > 0)
 	slot.Store(st)
 }
 
@@ -286,7 +287,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 			return EvictSkipped
 		}
 		slot.Disk.Store(head)
-		t.pt.Account(slot, 0)
+		t.pt.Account(slot, 0, false)
 		slot.Store(nil)
 		t.stubBytes.Add(-int64(p.Bytes()))
 		return EvictDropped
@@ -296,7 +297,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 		t.stubBytes.Add(-int64(p.Stub.Own))
 	}
 	t.stubBytes.Add(int64(st.Stub.Own))
-	t.pt.Account(slot, int64(st.Bytes()))
+	t.pt.Account(slot, int64(st.Bytes()), false)
 	slot.Store(st)
 	return EvictStubbed
 }
@@ -460,7 +461,7 @@ func (t *Tree) fullOnce(pid pagetable.PID, p *node.Page) (*node.Page, error) {
 // held (and releases it), once the caller checked the slot is unchanged.
 // The page becomes an eviction candidate and the engine checks its budget.
 func (t *Tree) install(slot *pagetable.Slot[node.Page], pid pagetable.PID, p *node.Page) {
-	t.pt.Account(slot, int64(p.Bytes()))
+	t.pt.Account(slot, int64(p.Bytes()), p.Base.Level > 0)
 	slot.Store(p)
 	slot.Mu.Unlock()
 	t.loads.Add(1)
@@ -580,7 +581,7 @@ type split struct {
 // underfull. New pages it creates are published here.
 func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
-	c := p.Collect(t.env.LowUnretired())
+	c := p.Collect(t.env.Retention)
 	b := p.Base
 	n := c.Keys()
 	if !t.tooBig(c) {

@@ -17,7 +17,7 @@ func (allVisible) Visible(uint64) bool { return true }
 func (allVisible) Low() uint64         { return 0 }
 
 func newTestTree() *Tree {
-	env := Env{LowUnretired: func() uint64 { return 1 }, Gens: generation.NewManager(1, 0)}
+	env := Env{Retention: keepAll{}, Gens: generation.NewManager(1, 0)}
 	return New(Config{SplitEntries: 4, ChainMax: 1}, env, pagetable.New[node.Page](RootPID+1))
 }
 
@@ -102,3 +102,11 @@ func TestWriterCompletesHalfSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// keepAll is a retention under which no txn has retired or committed:
+// consolidation keeps every version.
+type keepAll struct{}
+
+func (keepAll) Low() uint64                             { return 1 }
+func (keepAll) CommitTS(uint64) (uint64, bool)          { return 0, false }
+func (keepAll) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], 0 }

@@ -1,0 +1,85 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/bwkv/bwkv/delta"
+)
+
+// fakeRetention: txids >= low are unretired; commits maps the committed
+// ones to their commit timestamps.
+type fakeRetention struct {
+	low     uint64
+	commits map[uint64]uint64
+	starts  []uint64
+	p       uint64
+	calls   int
+}
+
+func (f *fakeRetention) Low() uint64 { return f.low }
+func (f *fakeRetention) CommitTS(id uint64) (uint64, bool) {
+	c, ok := f.commits[id]
+	return c, ok
+}
+func (f *fakeRetention) Readers(dst []uint64) ([]uint64, uint64) {
+	f.calls++
+	return append(dst[:0], f.starts...), f.p
+}
+
+// TestRetention: per key, consolidation keeps uncommitted versions, the
+// newest committed one, the newest at or below each reader's start (and
+// the bound p for unlisted readers), and the newest retired one.
+func TestRetention(t *testing.T) {
+	// txid i commits at ts 2i (txids 1..3 retired: low 4); 9 is active,
+	// 8 aborted (not committed), 6 and 7 committed by the same key's
+	// writers in order.
+	commits := map[uint64]uint64{4: 8, 5: 10, 6: 12, 7: 14}
+	const never = ^uint64(0)
+	cases := []struct {
+		name   string
+		starts []uint64
+		p      uint64
+		want   []uint64 // kept txids, newest first
+		reads  bool     // Readers consulted
+	}{
+		{"no readers", nil, never, []uint64{9, 8, 7, 3}, true},
+		{"reader at 11", []uint64{11}, never, []uint64{9, 8, 7, 5, 3}, true},
+		{"readers at 8, 9, 13", []uint64{8, 9, 13}, never, []uint64{9, 8, 7, 6, 4, 3}, true},
+		{"reader below every commit", []uint64{7}, never, []uint64{9, 8, 7, 3}, true},
+		{"unlisted readers from 10", nil, 10, []uint64{9, 8, 7, 6, 5, 3}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var bd delta.Builder
+			for id := uint64(1); id <= 3; id++ {
+				// Retired versions, newest first in the base.
+				bd.Add([]byte("k"), []byte("v"), 4-id, 0, 0)
+			}
+			p := &Page{Base: bd.Finish(nil, nil, 0, 0)}
+			for id := uint64(4); id <= 9; id++ {
+				p = p.Prepend(delta.New([]byte("k"), fmt.Appendf(nil, "v%d", id), id, 0, 0))
+			}
+			r := &fakeRetention{low: 4, commits: commits, starts: c.starts, p: c.p}
+			got := p.Collect(r)
+			var ids []uint64
+			for _, v := range got.vers {
+				ids = append(ids, v.txid)
+			}
+			if !slices.Equal(ids, c.want) {
+				t.Fatalf("kept %v, want %v", ids, c.want)
+			}
+			if (r.calls > 0) != c.reads || r.calls > 1 {
+				t.Fatalf("Readers called %d times", r.calls)
+			}
+		})
+	}
+	// One committed unretired version per key: the reader set is not
+	// needed and not fetched.
+	p := leaf([]string{"a", "b"}, []string{"a", "b"})
+	r := &fakeRetention{low: 100, commits: map[uint64]uint64{100: 200, 101: 201}}
+	if c := p.Collect(r); c.Keys() != 2 || r.calls != 0 {
+		t.Fatalf("keys %d, Readers called %d times", c.Keys(), r.calls)
+	}
+}
