@@ -177,6 +177,7 @@ func (db *DB) publish(g *generation.Gen) error {
 		Format:       db.format,
 		Writing:      &db.ckpt.writing,
 		Ledger:       db.gc.ledger,
+		Compressor:   db.newCompressor(),
 	}
 	res, err := checkpoint.Run(env, g)
 	if err != nil {

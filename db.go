@@ -171,11 +171,18 @@ func (db *DB) open(exists bool) error {
 	}
 	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize, Compression: compressionName(o.Compression)}
 	if st.FormatVersion != 0 {
+		c, ok := parseCompression(st.Options.Compression)
+		if !ok {
+			return fmt.Errorf("bwkv: open %s: stored compression codec %q: %w", db.dir, st.Options.Compression, ErrVersion)
+		}
 		if st.Options != db.format {
 			db.log.Info("bwkv: stored format options win over the requested ones", "stored", st.Options, "requested", db.format)
 		}
 		db.format = st.Options
 		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize = st.Options.PageSplitEntries, st.Options.BlobThreshold, st.Options.MaxKeySize
+		if c != o.Compression {
+			o.Compression, o.ZstdLevel = c, 0 // a level for another codec would act on nothing
+		}
 	}
 	db.pt = pagetable.New[node.Page](tree.RootPID + 1)
 	for pid, addr := range st.Pages {
@@ -235,13 +242,6 @@ func (db *DB) open(exists bool) error {
 		return fmt.Errorf("bwkv: open %s: recycle log: %w", db.dir, err)
 	}
 	return nil
-}
-
-func compressionName(on bool) string {
-	if on {
-		return "zstd"
-	}
-	return ""
 }
 
 // openErr maps a lower layer's error to the public ones.

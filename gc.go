@@ -166,7 +166,7 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 		if fr.PID != uint64(pid) {
 			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("frame %d belongs to page %d, not %d", a, fr.PID, pid)}
 		}
-		chain = append(chain, gc.Extent{Addr: a, Size: uint32(fr.Size())})
+		chain = append(chain, gc.Extent{Addr: a, Size: uint32(fr.Stored)})
 		if visit != nil {
 			visit(fr)
 		}
@@ -321,13 +321,13 @@ func (g gcFiles) Addrs(id manifest.FileID) ([]uint64, error) {
 	return cf.f.Addrs(), nil
 }
 
-func (g gcFiles) ReadFrom(id manifest.FileID, addr uint64) (*delta.Frame, error) {
+func (g gcFiles) ReadRaw(id manifest.FileID, addr uint64, dst []byte) ([]byte, delta.FrameHeader, error) {
 	cf, err := g.db.files.acquire(g.db, id)
 	if err != nil {
-		return nil, err
+		return dst, delta.FrameHeader{}, err
 	}
 	defer g.db.files.release(id, cf)
-	return cf.f.ReadFrame(addr)
+	return cf.f.ReadRaw(dst, addr)
 }
 
 func (g gcFiles) Retire(id manifest.FileID) <-chan struct{} { return g.db.files.retire(id) }

@@ -3,6 +3,7 @@ module github.com/bwkv/bwkv
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.4
 	github.com/puzpuzpuz/xsync/v3 v3.5.1
 	github.com/tidwall/btree v1.8.2
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// bwkv settings (BENCH.md fairness): Compression off, CacheBytes = the
+// bwkv settings (BENCH.md fairness): CompressionNone, CacheBytes = the
 // shared budget, BlobThreshold = the shared value-separation threshold,
 // Durability Relaxed / Sync. Updates are read-modify-write transactions;
 // ErrConflict counts in err_op. Reads use a fresh snapshot each (the hot
@@ -35,7 +35,7 @@ func openBwkv(cfg Config) (Engine, error) {
 		Durability:    dur,
 		CacheBytes:    cfg.CacheBytes,
 		BlobThreshold: cfg.ValueThreshold,
-		Compression:   false,
+		Compression:   bwkv.CompressionNone,
 	})
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func (e *bwkvEngine) Info() Info {
 	return Info{
 		Durability: d,
 		UpdateMode: "rmw_txn",
-		Settings:   "Compression=false; CacheBytes = budget; BlobThreshold = threshold",
+		Settings:   "CompressionNone; CacheBytes = budget; BlobThreshold = threshold",
 	}
 }
 
