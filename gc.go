@@ -34,6 +34,9 @@ const (
 	// read that keeps finding its file retired (each retry follows a
 	// rewrite commit, so more than a few means a bug).
 	readRetries = 8
+	// gcMergeSmall is the number of small data files (below a quarter
+	// of DataFileBytes) at which the GC merges them (gc.Policy.MergeSmall).
+	gcMergeSmall = 8
 )
 
 // errFileRetired: the data file was retired by the GC; the caller
@@ -85,6 +88,7 @@ func (db *DB) initGC() {
 		SpaceAmp:   db.opts.GCSpaceAmp,
 		RoundBytes: 4 * max(db.opts.CheckpointBytes, db.opts.DataFileBytes),
 		FileBytes:  db.opts.DataFileBytes,
+		MergeSmall: gcMergeSmall,
 	})
 	// A reopened directory may hold junk, a stage mark or pending
 	// deletes: the first round after the first publish sees to them.
