@@ -169,7 +169,7 @@ func (db *DB) open(exists bool) error {
 	default:
 		return db.openErr(err)
 	}
-	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize, Compression: compressionName(o.Compression)}
+	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: max(o.BlobThreshold, 0), MaxKeySize: o.MaxKeySize, Compression: compressionName(o.Compression)}
 	if st.FormatVersion != 0 {
 		c, ok := parseCompression(st.Options.Compression)
 		if !ok {

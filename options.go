@@ -92,8 +92,11 @@ type Options struct {
 	// DeltaChainMax is the delta-chain length that triggers consolidation;
 	// default 12.
 	DeltaChainMax int
-	// BlobThreshold: values above it go to blob files; default 8192.
-	// Persisted. Blob files are not built yet: values stay in pages.
+	// BlobThreshold: values of this size or more are to go to blob files
+	// (0: the default, negative: off). Blob files are not built in this
+	// version: every value stays in its page, so 0 and negative values
+	// (both off) are the only ones Validate accepts; the default becomes
+	// 4096 once blob files exist. Persisted (0 for off).
 	BlobThreshold int
 	// Compression is the codec of data-file frames: base pages, and
 	// deltas when that pays (a frame is stored compressed only if it
@@ -169,9 +172,6 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.DeltaChainMax == 0 {
 		o.DeltaChainMax = 12
 	}
-	if o.BlobThreshold == 0 {
-		o.BlobThreshold = 8192
-	}
 	if o.MaxTxnLag == 0 {
 		o.MaxTxnLag = 512 << 20
 	}
@@ -233,8 +233,9 @@ func (o *Options) Validate() error {
 	} else if o.ZstdLevel != 0 && o.Compression != CompressionZstd {
 		bad("ZstdLevel %d without CompressionZstd", o.ZstdLevel)
 	}
-	if o.BlobThreshold < 1 {
-		bad("BlobThreshold %d < 1", o.BlobThreshold)
+	if o.BlobThreshold > 0 {
+		// An accepted option must act: refuse it until blob files exist.
+		bad("BlobThreshold %d: blob files are not implemented; use 0 or a negative value (off)", o.BlobThreshold)
 	}
 	if o.MaxTxnLag < 1 {
 		bad("MaxTxnLag %d < 1", o.MaxTxnLag)

@@ -3,6 +3,7 @@ package bwkv_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,63 @@ func testSettledSpace(t *testing.T, keys, valSize, rounds int, o bwkv.Options) {
 	if st.BackgroundErrors != 0 {
 		t.Fatalf("%d background errors", st.BackgroundErrors)
 	}
+	// Small files merge (8 at a time): the count stays O(data /
+	// DataFileBytes).
+	files := 0
+	for name := range listDir(t, dir) {
+		if strings.HasSuffix(name, ".data") {
+			files++
+		}
+	}
+	fileBytes := db.Options().DataFileBytes
+	if limit := 8 + int(data/(fileBytes/4)); files > limit {
+		t.Fatalf("%d data files for %d bytes of data (DataFileBytes %d), want at most %d", files, data, fileBytes, limit)
+	}
+	t.Logf("%d data files", files)
+}
+
+// TestGCMergesSmallFiles: many small checkpoints of new keys leave small,
+// fully-live data files, which no live ratio makes victims; the GC merges
+// them (8 at a time), so their count stays bounded.
+func TestGCMergesSmallFiles(t *testing.T) {
+	dir := t.TempDir()
+	o := gcOpts()
+	o.DataFileBytes = 1 << 20
+	db, err := bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	latest := map[string]string{}
+	for b := 0; b < 40; b++ {
+		for i := 0; i < 50; i++ {
+			k := gcKey(b*50 + i)
+			v := fmt.Sprintf("%s-%s", k, strings.Repeat("v", 200))
+			if err := db.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			latest[k] = v
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for name := range listDir(t, dir) {
+		if strings.HasSuffix(name, ".data") {
+			files++
+		}
+	}
+	st := db.Stats()
+	t.Logf("%d data files after 40 checkpoints; GC %+v", files, st.GC)
+	if files > 8 || st.GC.FilesRewritten < 8 {
+		t.Fatalf("%d data files (%d rewritten), want the small ones merged", files, st.GC.FilesRewritten)
+	}
+	if st.BackgroundErrors != 0 {
+		t.Fatalf("%d background errors", st.BackgroundErrors)
+	}
+	checkLatest(t, db, latest)
 }
