@@ -27,6 +27,8 @@ func TestSettledSpace(t *testing.T) {
 	}{
 		{"1KiB", envInt("BWKV_SPACE_KEYS", 5000), 1 << 10, bwkv.Options{}},
 		{"1KiB-s2", envInt("BWKV_SPACE_KEYS", 5000), 1 << 10, bwkv.Options{Compression: bwkv.CompressionS2}},
+		// Large values, no blob files (not built): pages of a few values.
+		{"256KiB", envInt("BWKV_SPACE_BIG_KEYS", 40), 256 << 10, bwkv.Options{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testSettledSpace(t, tc.keys, tc.value, envInt("BWKV_SPACE_ROUNDS", 5), tc.o)
