@@ -156,8 +156,9 @@ func (c *Compressor) trim() {
 var readScratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // decompress decodes a compressed payload p of codec into a pooled buffer
-// of exactly n bytes. The caller returns the buffer with putScratch.
-func decompress(codec Codec, p []byte, n int) (*[]byte, error) {
+// and returns the buffer and the n decoded bytes in it. The caller returns
+// the buffer with putScratch once done with the bytes.
+func decompress(codec Codec, p []byte, n int) (*[]byte, []byte, error) {
 	bp := readScratch.Get().(*[]byte)
 	if cap(*bp) < n {
 		*bp = make([]byte, n)
@@ -192,10 +193,10 @@ func decompress(codec Codec, p []byte, n int) (*[]byte, error) {
 	}
 	if err != nil {
 		putScratch(bp)
-		return nil, corrupt(FrameHeaderSize, "%s payload: %v", codec, err)
+		return nil, nil, corrupt(FrameHeaderSize, "%s payload: %v", codec, err)
 	}
-	*bp = dst
-	return bp, nil
+	// The buffer keeps its whole capacity for the next, larger, page.
+	return bp, dst, nil
 }
 
 func putScratch(bp *[]byte) {

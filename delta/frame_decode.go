@@ -101,12 +101,12 @@ func DecodeFrame(b []byte) (*Frame, error) {
 	}
 	p := b[FrameHeaderSize:]
 	if h.Codec != CodecNone {
-		bp, err := decompress(h.Codec, p, h.PayloadLen)
+		bp, plain, err := decompress(h.Codec, p, h.PayloadLen)
 		if err != nil {
 			return nil, err
 		}
 		defer putScratch(bp)
-		p = *bp
+		p = plain
 	}
 	var fr *Frame
 	if h.Kind == KindDelta {
