@@ -28,6 +28,11 @@ type ckptState struct {
 	nanos, frontier, installed                         atomic.Uint64
 	// writing is the id of the data file a checkpoint is writing (0: none).
 	writing atomic.Uint64
+	// analysisStart is the last publish's (the log below it is covered).
+	analysisStart atomic.Uint64
+	// settle is the idle settler's state (settle.go). Checkpointer
+	// goroutine only.
+	settle settleState
 
 	pubMu sync.Mutex
 	// published is closed and replaced at each publish (backpressure
@@ -108,6 +113,8 @@ func (db *DB) checkpointLoop() {
 	var waiters []chan error
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
+	settle := time.NewTicker(settleInterval)
+	defer settle.Stop()
 	for {
 		select {
 		case <-db.stop:
@@ -119,6 +126,9 @@ func (db *DB) checkpointLoop() {
 			waiters = append(waiters, w)
 		case <-db.ckpt.kick:
 		case <-retry.C:
+		case <-settle.C:
+			db.settle()
+			continue
 		}
 		err := db.checkpointOnce(len(waiters) > 0)
 		if err != nil && db.degraded.Load() == nil {
@@ -184,6 +194,7 @@ func (db *DB) publish(g *generation.Gen) error {
 		Format:       db.format,
 		Writing:      &db.ckpt.writing,
 		Ledger:       db.gc.ledger,
+		Compressor:   db.newCompressor(),
 	}
 	res, err := checkpoint.Run(env, g)
 	if err != nil {
@@ -203,6 +214,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	c.installed.Add(uint64(g.Bytes()))
 	c.nanos.Add(uint64(res.Duration))
 	c.frontier.Store(res.Frontier)
+	c.analysisStart.Store(res.AnalysisStart)
 	c.renew()
 	db.offerPublished(g)
 	return nil

@@ -177,10 +177,14 @@ func (db *DB) open(exists bool) error {
 	default:
 		return db.openErr(err)
 	}
-	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: o.BlobThreshold, MaxKeySize: o.MaxKeySize,
+	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: max(o.BlobThreshold, 0), MaxKeySize: o.MaxKeySize,
 		MaxValueSize: o.MaxValueSize, Compression: compressionName(o.Compression)}
 	if st.FormatVersion != 0 {
 		stored := st.Options
+		c, ok := parseCompression(stored.Compression)
+		if !ok {
+			return fmt.Errorf("bwkv: open %s: stored compression codec %q: %w", db.dir, stored.Compression, ErrVersion)
+		}
 		if stored.MaxValueSize == 0 {
 			// A manifest from before MaxValueSize was stored: the request
 			// stands (a log record too large for it fails its write with
@@ -192,6 +196,9 @@ func (db *DB) open(exists bool) error {
 		}
 		db.format = stored
 		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize, o.MaxValueSize = stored.PageSplitEntries, stored.BlobThreshold, stored.MaxKeySize, stored.MaxValueSize
+		if c != o.Compression {
+			o.Compression, o.ZstdLevel = c, 0 // a level for another codec would act on nothing
+		}
 		if min := o.minSegment(); o.WALSegmentBytes < min {
 			// Every update or delete of a stored value logs its full old
 			// value: segments must fit the stored limits, not the
@@ -265,13 +272,6 @@ func (db *DB) open(exists bool) error {
 		return fmt.Errorf("bwkv: open %s: recycle log: %w", db.dir, err)
 	}
 	return nil
-}
-
-func compressionName(on bool) string {
-	if on {
-		return "zstd"
-	}
-	return ""
 }
 
 // openErr maps a lower layer's error to the public ones.

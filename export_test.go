@@ -53,6 +53,7 @@ func SetTestGCVerify(on bool) { testGCVerify = on }
 // SetTestManifestRotateBytes makes DBs opened afterwards rotate their
 // manifest past n bytes (0: the default), so crash tests reach rotation.
 func SetTestManifestRotateBytes(n int64) { testManifestRotateBytes = n }
+
 // KeyVersions returns how many versions of key its leaf holds in memory
 // (chain and base, CLR-masked ones excluded).
 func (db *DB) KeyVersions(key []byte) (int, error) {

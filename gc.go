@@ -33,6 +33,9 @@ const (
 	// read that keeps finding its file retired (each retry follows a
 	// rewrite commit, so more than a few means a bug).
 	readRetries = 8
+	// gcMergeSmall is the number of small data files (below a quarter
+	// of DataFileBytes) at which the GC merges them (gc.Policy.MergeSmall).
+	gcMergeSmall = 8
 )
 
 // testGCVerify (tests) makes every rewrite cross-check the GC's
@@ -84,6 +87,7 @@ func (db *DB) initGC() {
 		SpaceAmp:   db.opts.GCSpaceAmp,
 		RoundBytes: 4 * max(db.opts.CheckpointBytes, db.opts.DataFileBytes),
 		FileBytes:  db.opts.DataFileBytes,
+		MergeSmall: gcMergeSmall,
 	})
 	// A reopened directory may hold junk, a stage mark or pending
 	// deletes: the first round after the first publish sees to them.
@@ -170,7 +174,7 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 		if fr.PID != uint64(pid) {
 			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("frame %d belongs to page %d, not %d", a, fr.PID, pid)}
 		}
-		chain = append(chain, gc.Extent{Addr: a, Size: uint32(fr.Size())})
+		chain = append(chain, gc.Extent{Addr: a, Size: uint32(fr.Stored)})
 		if visit != nil {
 			visit(fr)
 		}
@@ -238,13 +242,13 @@ func (g gcFiles) Addrs(id manifest.FileID) ([]uint64, error) {
 	return h.File().Addrs(), nil
 }
 
-func (g gcFiles) ReadFrom(id manifest.FileID, addr uint64) (*delta.Frame, error) {
+func (g gcFiles) ReadRaw(id manifest.FileID, addr uint64, dst []byte) ([]byte, delta.FrameHeader, error) {
 	h, err := g.db.files.Acquire(uint64(id))
 	if err != nil {
-		return nil, err
+		return dst, delta.FrameHeader{}, err
 	}
 	defer g.db.files.Release(h)
-	return h.File().ReadFrame(addr)
+	return h.File().ReadRaw(dst, addr)
 }
 
 func (g gcFiles) Retire(id manifest.FileID) <-chan struct{} { return g.db.files.Retire(uint64(id)) }

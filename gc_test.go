@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -250,7 +252,20 @@ func gcWorkload(db *bwkv.DB, n int, onAck func(int)) seqRun {
 // reopens to a prefix of the commits with no orphan file (I1, I4, I5),
 // recovers to the same state twice (I6), and then keeps writing and
 // collecting (a stage mark or pending deletes a crash left are settled).
-func TestGCPowerLoss(t *testing.T) {
+func TestGCPowerLoss(t *testing.T) { testGCPowerLoss(t, gcMemOpts) }
+
+// TestGCPowerLossCompressed is TestGCPowerLoss with zstd frames (the GC
+// copies them as encoded); the full run must have written compressed
+// frames, or the variant would test nothing new.
+func TestGCPowerLossCompressed(t *testing.T) {
+	testGCPowerLoss(t, func(fs vfs.FS) *bwkv.Options {
+		o := gcMemOpts(fs)
+		o.Compression = bwkv.CompressionZstd
+		return o
+	})
+}
+
+func testGCPowerLoss(t *testing.T, gcMemOpts func(vfs.FS) *bwkv.Options) {
 	const commits = 60
 	fs := vfs.NewMem()
 	db, err := bwkv.Open("db", gcMemOpts(fs))
@@ -262,6 +277,9 @@ func TestGCPowerLoss(t *testing.T) {
 	}
 	gcs := db.Stats().GC
 	db.Close()
+	if plain, packed := frameCodecs(t, fs, "db"); gcMemOpts(nil).Compression != bwkv.CompressionNone && packed == 0 {
+		t.Fatalf("no compressed frame among %d", plain)
+	}
 	if gcs.FilesRewritten == 0 || gcs.FilesDeleted == 0 {
 		t.Fatalf("the workload's GC rewrote %d and deleted %d files, want both > 0", gcs.FilesRewritten, gcs.FilesDeleted)
 	}
@@ -347,6 +365,42 @@ func TestGCPowerLoss(t *testing.T) {
 		}
 	}
 	t.Logf("%d crash points over %d operations (stride %d); the full run's GC: %+v", checked, total, stride, gcs)
+}
+
+// frameCodecs counts the plain and the compressed frames of the data
+// files in dir.
+func frameCodecs(t *testing.T, fs vfs.FS, dir string) (plain, packed int) {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".data") {
+			continue
+		}
+		f, err := fs.Open(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := pool.OpenFile(f, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range pf.Addrs() {
+			_, h, err := pf.ReadRaw(nil, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Codec == delta.CodecNone {
+				plain++
+			} else {
+				packed++
+			}
+		}
+		pf.Close()
+	}
+	return plain, packed
 }
 
 // TestGCIOErrors is TESTING.md layer 6 for the GC workload: the i-th file

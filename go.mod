@@ -3,6 +3,7 @@ module github.com/bwkv/bwkv
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.4
 	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
 	github.com/puzpuzpuz/xsync/v3 v3.5.1
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -448,6 +448,12 @@ var modelOptionSets = []struct {
 	// is rewritten after each publish.
 	{"eager-gc", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 8 << 10,
 		DataFileBytes: 8 << 10, GCLiveRatio: 0.95, GCSpaceAmp: 1}},
+	// Compressed frames read back through eviction (S2) and through GC
+	// copies (zstd).
+	{"s2-tiny-cache", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 4096, CacheBytes: 1,
+		Compression: bwkv.CompressionS2}},
+	{"zstd-eager-gc", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 8 << 10,
+		DataFileBytes: 8 << 10, GCLiveRatio: 0.95, GCSpaceAmp: 1, Compression: bwkv.CompressionZstd}},
 }
 
 func TestModel(t *testing.T) {

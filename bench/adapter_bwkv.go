@@ -7,8 +7,8 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// bwkv settings (BENCH.md fairness): Compression off, CacheBytes = the
-// shared budget, BlobThreshold = the shared value-separation threshold,
+// bwkv settings (BENCH.md fairness): CompressionNone, CacheBytes = the
+// shared budget, no value separation (bwkv has no blob files yet),
 // Durability Relaxed / Sync. Updates are read-modify-write transactions;
 // ErrConflict counts in err_op. Reads use a fresh snapshot each (the hot
 // path DESIGN.md §2 promises allocation-free) and GetAppend into the
@@ -32,10 +32,9 @@ func openBwkv(cfg Config) (Engine, error) {
 		dur = bwkv.DurabilitySync
 	}
 	db, err := bwkv.Open(cfg.Dir, &bwkv.Options{
-		Durability:    dur,
-		CacheBytes:    cfg.CacheBytes,
-		BlobThreshold: cfg.ValueThreshold,
-		Compression:   false,
+		Durability:  dur,
+		CacheBytes:  cfg.CacheBytes,
+		Compression: bwkv.CompressionNone,
 	})
 	if err != nil {
 		return nil, err
@@ -170,7 +169,7 @@ func (e *bwkvEngine) Info() Info {
 	return Info{
 		Durability: d,
 		UpdateMode: "rmw_txn",
-		Settings:   "Compression=false; CacheBytes = budget; BlobThreshold = threshold",
+		Settings:   "CompressionNone; CacheBytes = budget; no value separation (blob files not built)",
 	}
 }
 

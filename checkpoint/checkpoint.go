@@ -46,6 +46,9 @@ type Env struct {
 	// Ledger, if set, turns the publish into junk accounting: the edit
 	// carries the files' new live bytes (DESIGN §8).
 	Ledger *gc.Ledger
+	// Compressor, if set, encodes the frames (nil: plain). Run is its
+	// only user while it runs.
+	Compressor *delta.Compressor
 }
 
 // Result describes one published checkpoint.
@@ -191,7 +194,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			e.Writing.Store(uint64(id))
 			defer e.Writing.Store(0)
 		}
-		info, err := writeFile(e, id, frames)
+		info, stored, err := writeFile(e, id, frames)
 		if err != nil {
 			// Abandoned: remove the partial file (best effort; Open
 			// removes any data file the manifest does not name).
@@ -199,6 +202,15 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			return res, err
 		}
 		res.File, res.Bytes = id, info.Size
+		// The ledger charges what the frames take on disk: a compressed
+		// frame's stored bytes, not its plain size.
+		for _, ch := range changes {
+			for i := range ch.Written {
+				if n, ok := stored(ch.Written[i].Addr); ok {
+					ch.Written[i].Size = uint32(n)
+				}
+			}
+		}
 		// Accounting counts frame bytes: a file whose frames are all junk
 		// has nothing live (its table and footer are overhead).
 		edit.AddFiles = []manifest.FileMeta{{ID: id, Total: info.FrameBytes, Live: info.FrameBytes}}
@@ -254,44 +266,54 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 }
 
 // writeFile is step (3): frames, footer, fsync of the file and directory.
-func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileInfo, error) {
+// stored returns the bytes a written frame takes in the file.
+func writeFile(e *Env, id manifest.FileID, frames []*delta.Frame) (info pool.FileInfo, stored func(addr uint64) (int, bool), err error) {
+	info, w, err := writeFrames(e, id, frames)
+	if err != nil {
+		return info, nil, err
+	}
+	return info, w.Stored, nil
+}
+
+func writeFrames(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileInfo, *pool.FileWriter, error) {
 	name := filepath.Join(e.Dir, DataFileName(id))
 	f, err := e.FS.Create(name)
 	if err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: create %s: %w", name, err)
+		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: create %s: %w", name, err)
 	}
 	defer f.Close()
-	w := pool.NewFileWriter(f)
+	w := pool.NewFileWriter(f).Compress(e.Compressor)
 	if err := failpoints.Hit(failpoints.CheckpointDataWrite); err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
+		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: write %s: %w", name, err)
 	}
 	for _, fr := range frames {
 		if err := w.Add(fr); err != nil {
-			return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
+			return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: write %s: %w", name, err)
 		}
 	}
 	info, err := w.Finish()
 	if err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: write %s: %w", name, err)
+		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: write %s: %w", name, err)
 	}
 	err = failpoints.Hit(failpoints.CheckpointDataSync)
 	if err == nil && !failpoints.Skip(failpoints.MutCheckpointNoDataSync) {
 		err = f.Sync()
 	}
 	if err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync %s: %w: %w", name, pool.ErrSync, err)
+		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: sync %s: %w: %w", name, pool.ErrSync, err)
 	}
 	err = failpoints.Hit(failpoints.CheckpointDirSync)
 	if err == nil {
 		err = e.FS.SyncDir(e.Dir)
 	}
 	if err != nil {
-		return pool.FileInfo{}, fmt.Errorf("checkpoint: sync dir %s: %w: %w", e.Dir, pool.ErrSync, err)
+		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: sync dir %s: %w: %w", e.Dir, pool.ErrSync, err)
 	}
-	return info, nil
+	return info, w, nil
 }
 
-// extents returns the frames' addresses and encoded sizes, in order.
+// extents returns the frames' addresses and plain encoded sizes, in
+// order (Run replaces the sizes by the stored ones once written).
 func extents(frames []*delta.Frame) gc.Chain {
 	c := make(gc.Chain, len(frames))
 	for i, fr := range frames {

@@ -15,12 +15,14 @@ import (
 //	off  size  field
 //	0    1     magic       frameMagic
 //	1    1     kind        KindDelta or KindBase
-//	2    1     flags       bit 0: compressed (reserved, rejected by this
-//	                       version), bit 1: the base has a high fence
-//	3    1     reserved    0
+//	2    1     flags       bit 0: the payload is compressed, bit 1: the base
+//	                       has a high fence
+//	3    1     codec       the payload's Codec if compressed, else 0
 //	4    4     length      the whole frame, header included
 //	8    4     crc         CRC-32C (Castagnoli) of every other byte of the frame
-//	12   4     payloadLen  the payload's uncompressed length (length-48 here)
+//	12   4     payloadLen  the payload's uncompressed length (length-48 for
+//	                       a plain frame; at most maxRatio times the stored
+//	                       bytes for a compressed one)
 //	16   8     addr        logical address, never 0
 //	24   8     pid         page ID
 //	32   8     lsn         LSN of the record that produced the frame
@@ -39,16 +41,20 @@ import (
 //	24   1     level
 //	25         low fence, high fence, then count entries back to back
 //
+// A compressed frame stores the codec's encoding of that payload; the CRC
+// covers the compressed bytes, so damage is caught before any decoder
+// sees them, and a decoder error on bytes that pass it is corruption too.
+//
 // The entries are stored exactly as a slab entry, so the decoder copies
 // them in one piece and rebuilds the offset array while it validates them.
 // The CRC covers the length field, so a damaged length cannot frame a
 // plausible record; every other field is validated after the CRC, so a
-// decoded frame re-encodes to the same bytes.
+// decoded plain frame re-encodes to the same bytes.
 const (
 	fhMagic      = 0
 	fhKind       = 1
 	fhFlags      = 2
-	fhReserved   = 3
+	fhCodec      = 3
 	fhLength     = 4
 	fhCRC        = 8
 	fhPayloadLen = 12
@@ -150,6 +156,11 @@ type Frame struct {
 
 	Delta *Delta
 	Base  *Base
+
+	// Stored is the encoded frame's length as read (compressed or not),
+	// set by DecodeFrame; AppendFrame ignores it. Space accounting uses
+	// it, as Size is the plain encoding's length.
+	Stored int
 }
 
 // Kind returns the kind of record f holds, or 0 if it holds none or both.
@@ -163,8 +174,8 @@ func (f *Frame) Kind() FrameKind {
 	return 0
 }
 
-// Size returns the number of bytes AppendFrame adds for f, or 0 if f holds
-// no record or both kinds.
+// Size returns the number of bytes AppendFrame adds for f (the plain
+// encoding), or 0 if f holds no record or both kinds.
 func (f *Frame) Size() int {
 	switch f.Kind() {
 	case KindDelta:
@@ -217,36 +228,69 @@ func (f *Frame) check() (int, error) {
 	return size, nil
 }
 
-// AppendFrame appends the encoding of f to dst and returns the extended
-// slice. f must pass Check: a frame that does not is a broken in-memory
-// invariant of the caller, and AppendFrame panics naming it.
-func AppendFrame(dst []byte, f *Frame) []byte {
+// AppendFrame appends the plain (uncompressed) encoding of f to dst and
+// returns the extended slice. f must pass Check: a frame that does not is
+// a broken in-memory invariant of the caller, and AppendFrame panics
+// naming it.
+func AppendFrame(dst []byte, f *Frame) []byte { return appendFrame(dst, f, nil) }
+
+// AppendFrame appends the encoding of f to dst, compressed with c's codec
+// when that pays (a payload of at least 64 bytes that shrinks by 1/16 or
+// more), else plain, and returns the extended slice. f must pass Check,
+// as for the package-level AppendFrame.
+func (c *Compressor) AppendFrame(dst []byte, f *Frame) []byte { return appendFrame(dst, f, c) }
+
+func appendFrame(dst []byte, f *Frame, c *Compressor) []byte {
 	size, err := f.check()
 	if err != nil {
 		panic("delta: AppendFrame of an invalid frame: " + err.Error())
 	}
+	var flags byte
+	if f.Base != nil && f.Base.High != nil {
+		flags = frameHasHigh
+	}
 	start := len(dst)
+	if c != nil && c.codec != CodecNone && size-FrameHeaderSize >= minCompress {
+		c.plain = appendPayload(c.plain[:0], f)
+		if c.compress() {
+			dst = slices.Grow(dst, FrameHeaderSize+len(c.out))
+			dst = appendHeader(dst, f, flags|frameCompressed, c.codec, FrameHeaderSize+len(c.out), len(c.plain))
+			dst = append(dst, c.out...)
+			c.trim()
+			binary.LittleEndian.PutUint32(dst[start+fhCRC:], frameChecksum(dst[start:]))
+			return dst
+		}
+		c.trim()
+	}
 	dst = slices.Grow(dst, size)
+	dst = appendHeader(dst, f, flags, CodecNone, size, size-FrameHeaderSize)
+	dst = appendPayload(dst, f)
+	binary.LittleEndian.PutUint32(dst[start+fhCRC:], frameChecksum(dst[start:]))
+	return dst
+}
+
+// appendHeader appends a frame header with a zero CRC.
+func appendHeader(dst []byte, f *Frame, flags byte, codec Codec, length, payloadLen int) []byte {
 	var h [FrameHeaderSize]byte
 	h[fhMagic] = frameMagic
 	h[fhKind] = byte(f.Kind())
-	if f.Base != nil && f.Base.High != nil {
-		h[fhFlags] = frameHasHigh
-	}
-	binary.LittleEndian.PutUint32(h[fhLength:], uint32(size))
-	binary.LittleEndian.PutUint32(h[fhPayloadLen:], uint32(size-FrameHeaderSize))
+	h[fhFlags] = flags
+	h[fhCodec] = byte(codec)
+	binary.LittleEndian.PutUint32(h[fhLength:], uint32(length))
+	binary.LittleEndian.PutUint32(h[fhPayloadLen:], uint32(payloadLen))
 	binary.LittleEndian.PutUint64(h[fhAddr:], f.Addr)
 	binary.LittleEndian.PutUint64(h[fhPID:], f.PID)
 	binary.LittleEndian.PutUint64(h[fhLSN:], f.LSN)
 	binary.LittleEndian.PutUint64(h[fhLink:], f.Link)
-	dst = append(dst, h[:]...)
+	return append(dst, h[:]...)
+}
+
+// appendPayload appends f's plain payload.
+func appendPayload(dst []byte, f *Frame) []byte {
 	if d := f.Delta; d != nil {
-		dst = appendEntry(dst, d.Key, d.Value, d.TxID, d.Seq, d.Flags)
-	} else {
-		dst = f.Base.appendPayload(dst)
+		return appendEntry(dst, d.Key, d.Value, d.TxID, d.Seq, d.Flags)
 	}
-	binary.LittleEndian.PutUint32(dst[start+fhCRC:], frameChecksum(dst[start:]))
-	return dst
+	return f.Base.appendPayload(dst)
 }
 
 // appendEntry appends one entry in the slab layout.

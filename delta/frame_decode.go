@@ -10,6 +10,10 @@ type FrameHeader struct {
 	Len int
 	// CRC is the stored checksum (ParseFrameHeader does not verify it).
 	CRC uint32
+	// Codec is the payload's compression (CodecNone: a plain frame), and
+	// PayloadLen the payload's uncompressed length.
+	Codec      Codec
+	PayloadLen int
 
 	Addr, PID, LSN, Link uint64
 }
@@ -33,25 +37,31 @@ func ParseFrameHeader(b []byte) (FrameHeader, error) {
 		PID:  binary.LittleEndian.Uint64(b[fhPID:]),
 		LSN:  binary.LittleEndian.Uint64(b[fhLSN:]),
 		Link: binary.LittleEndian.Uint64(b[fhLink:]),
+
+		PayloadLen: int(binary.LittleEndian.Uint32(b[fhPayloadLen:])),
 	}
 	flags := b[fhFlags]
+	compressed := flags&frameCompressed != 0
+	if compressed {
+		h.Codec = Codec(b[fhCodec])
+	}
 	switch {
 	case h.Kind != KindDelta && h.Kind != KindBase:
 		return FrameHeader{}, corrupt(fhKind, "unknown frame kind %d", b[fhKind])
 	case flags&^frameFlagsKnown != 0:
 		return FrameHeader{}, corrupt(fhFlags, "unknown frame flags %#02x", flags)
-	case flags&frameCompressed != 0:
-		// Reserved for a later format; this version never writes it.
-		return FrameHeader{}, corrupt(fhFlags, "compressed frames are not supported by this version")
 	case flags&frameHasHigh != 0 && h.Kind != KindBase:
 		return FrameHeader{}, corrupt(fhFlags, "has-high flag on a %s frame", h.Kind)
-	case b[fhReserved] != 0:
-		return FrameHeader{}, corrupt(fhReserved, "reserved byte is %#02x, not 0", b[fhReserved])
+	case !compressed && b[fhCodec] != 0:
+		return FrameHeader{}, corrupt(fhCodec, "codec byte is %#02x in a plain frame", b[fhCodec])
+	case compressed && h.Codec != CodecS2 && h.Codec != CodecZstd:
+		return FrameHeader{}, corrupt(fhCodec, "unknown codec %d", b[fhCodec])
 	case h.Len < FrameHeaderSize:
 		return FrameHeader{}, corrupt(fhLength, "frame length %d is shorter than the header", h.Len)
-	case int(binary.LittleEndian.Uint32(b[fhPayloadLen:])) != h.Len-FrameHeaderSize:
-		return FrameHeader{}, corrupt(fhPayloadLen, "payload length %d in a frame of %d bytes",
-			binary.LittleEndian.Uint32(b[fhPayloadLen:]), h.Len)
+	case !compressed && h.PayloadLen != h.Len-FrameHeaderSize:
+		return FrameHeader{}, corrupt(fhPayloadLen, "payload length %d in a frame of %d bytes", h.PayloadLen, h.Len)
+	case compressed && (h.Len == FrameHeaderSize || h.PayloadLen/maxRatio > h.Len-FrameHeaderSize):
+		return FrameHeader{}, corrupt(fhPayloadLen, "payload length %d compressed into %d bytes", h.PayloadLen, h.Len-FrameHeaderSize)
 	case h.Addr == 0:
 		return FrameHeader{}, corrupt(fhAddr, "address 0")
 	case h.Link >= h.Addr:
@@ -61,7 +71,8 @@ func ParseFrameHeader(b []byte) (FrameHeader, error) {
 }
 
 // DecodeFrame decodes the frame that b holds exactly (no trailing bytes).
-// It verifies the CRC, then every field: lengths, flags, and for a base the
+// It verifies the CRC, decompresses a compressed payload (into a pooled
+// buffer: the only allocation is the returned record), then every field: lengths, flags, and for a base the
 // entry layout, key order (non-decreasing), the distinct-key count and the
 // 8-byte child values of an inner page, so the returned *Base is safe for
 // every Base method. Bad bytes return a *CorruptionError (ErrBadFrame);
@@ -89,10 +100,25 @@ func DecodeFrame(b []byte) (*Frame, error) {
 		return nil, err
 	}
 	p := b[FrameHeaderSize:]
-	if h.Kind == KindDelta {
-		return decodeDeltaFrame(h, p)
+	if h.Codec != CodecNone {
+		bp, plain, err := decompress(h.Codec, p, h.PayloadLen)
+		if err != nil {
+			return nil, err
+		}
+		defer putScratch(bp)
+		p = plain
 	}
-	return decodeBaseFrame(h, p, b[fhFlags]&frameHasHigh != 0)
+	var fr *Frame
+	if h.Kind == KindDelta {
+		fr, err = decodeDeltaFrame(h, p)
+	} else {
+		fr, err = decodeBaseFrame(h, p, b[fhFlags]&frameHasHigh != 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fr.Stored = len(b)
+	return fr, nil
 }
 
 // deltaFrame puts a decoded Frame and its Delta in one allocation.
@@ -130,4 +156,22 @@ func decodeDeltaFrame(h FrameHeader, p []byte) (*Frame, error) {
 	}
 	df.f = Frame{Addr: h.Addr, PID: h.PID, LSN: h.LSN, Link: h.Link, Delta: &df.d}
 	return &df.f, nil
+}
+
+// VerifyFrame checks the frame that b holds exactly, as DecodeFrame does
+// before it decodes: the length field, the CRC and the fixed header. It
+// does not decompress or parse the payload, so it suits a copy of the
+// frame's bytes (a frame is immutable: valid bytes stay a valid frame).
+// Errors are *CorruptionError (ErrBadFrame).
+func VerifyFrame(b []byte) (FrameHeader, error) {
+	if len(b) < FrameHeaderSize {
+		return FrameHeader{}, corrupt(len(b), "%d bytes, shorter than the %d-byte frame header", len(b), FrameHeaderSize)
+	}
+	if n := binary.LittleEndian.Uint32(b[fhLength:]); uint64(n) != uint64(len(b)) {
+		return FrameHeader{}, corrupt(fhLength, "length field says %d bytes, the frame has %d", n, len(b))
+	}
+	if stored, got := binary.LittleEndian.Uint32(b[fhCRC:]), frameChecksum(b); stored != got {
+		return FrameHeader{}, corrupt(fhCRC, "checksum mismatch: stored %08x, computed %08x", stored, got)
+	}
+	return ParseFrameHeader(b)
 }

@@ -22,8 +22,9 @@ import (
 type Files interface {
 	// Addrs returns the frame addresses of file id, ascending.
 	Addrs(id manifest.FileID) ([]uint64, error)
-	// ReadFrom reads the frame at addr from file id.
-	ReadFrom(id manifest.FileID, addr uint64) (*delta.Frame, error)
+	// ReadRaw appends the verified encoded bytes of the frame at addr in
+	// file id to dst (pool.File.ReadRaw).
+	ReadRaw(id manifest.FileID, addr uint64, dst []byte) ([]byte, delta.FrameHeader, error)
 	// Retire stops handing out file id to new readers and returns a
 	// channel closed once no reader holds it (the file is then closed).
 	Retire(id manifest.FileID) <-chan struct{}
@@ -252,8 +253,13 @@ func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (l
 	}
 	chains := map[uint64]known{}
 	measured := map[manifest.FileID]int64{}
+	var buf []byte
 	for _, f := range all {
-		fr, err := c.env.Files.ReadFrom(f.file, f.addr)
+		// The header says whose frame it is; the payload is not needed
+		// (nor decompressed) to decide liveness.
+		var fr delta.FrameHeader
+		var err error
+		buf, fr, err = c.env.Files.ReadRaw(f.file, f.addr, buf[:0])
 		if err != nil {
 			return nil, 0, &victimError{file: f.file, err: err}
 		}
@@ -274,8 +280,8 @@ func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (l
 		}
 		if !k.ok || k.chain.Contains(f.addr) {
 			live = append(live, f)
-			liveBytes += int64(fr.Size())
-			measured[f.file] += int64(fr.Size())
+			liveBytes += int64(fr.Len)
+			measured[f.file] += int64(fr.Len)
 		}
 	}
 	if c.env.Verify {
@@ -429,12 +435,15 @@ func (c *Collector) write(id manifest.FileID, live []frameAt) (pool.FileInfo, er
 	}
 	defer f.Close()
 	w := pool.NewFileWriter(f)
+	var buf []byte
 	for _, fa := range live {
-		fr, err := c.env.Files.ReadFrom(fa.file, fa.addr)
+		// Copied as encoded: a frame keeps its codec, size and CRC.
+		var err error
+		buf, _, err = c.env.Files.ReadRaw(fa.file, fa.addr, buf[:0])
 		if err != nil {
 			return pool.FileInfo{}, &victimError{file: fa.file, err: err}
 		}
-		if err := w.Add(fr); err != nil {
+		if err := w.AddRaw(buf); err != nil {
 			return pool.FileInfo{}, fmt.Errorf("gc: write %s: %w", name, err)
 		}
 	}

@@ -22,6 +22,13 @@ type Policy struct {
 	// FileBytes bounds the live bytes one rewrite copies into its output
 	// file (at least one victim per rewrite).
 	FileBytes int64
+	// MergeSmall: once this many files (not otherwise victims) are small,
+	// below FileBytes/4, they are victims too, so their frames merge into
+	// files of about FileBytes and the file count stays O(data size /
+	// FileBytes) however small the checkpoints (0: never). Each byte is
+	// copied by such merges only a few times: a merged file is small
+	// again only while it is below FileBytes/4.
+	MergeSmall int
 }
 
 // MaxVictimRatio: a file at least this live is never rewritten, whatever
@@ -77,6 +84,32 @@ func Choose(files []manifest.FileMeta, p Policy, skip func(manifest.FileID) bool
 		out = append(out, f)
 		read += f.Total
 		total -= f.Total - f.Live // a rewrite keeps only the live bytes
+	}
+	return appendSmall(out, cand, p, read)
+}
+
+// appendSmall adds the small files of cand not in out, oldest first, when
+// there are at least p.MergeSmall of them, within the round's budget.
+func appendSmall(out, cand []manifest.FileMeta, p Policy, read int64) []manifest.FileMeta {
+	if p.MergeSmall <= 0 {
+		return out
+	}
+	var small []manifest.FileMeta
+	for _, f := range cand[len(out):] { // cand is sorted; out is its prefix
+		if f.Total < p.FileBytes/4 {
+			small = append(small, f)
+		}
+	}
+	if len(small) < max(p.MergeSmall, 2) {
+		return out
+	}
+	slices.SortFunc(small, func(a, b manifest.FileMeta) int { return cmp.Compare(a.ID, b.ID) })
+	for _, f := range small {
+		if len(out) > 0 && read+f.Total > p.RoundBytes {
+			break
+		}
+		out = append(out, f)
+		read += f.Total
 	}
 	return out
 }

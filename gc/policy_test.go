@@ -75,3 +75,35 @@ func TestBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseMergeSmall: small fully-live files become victims once there
+// are MergeSmall of them (oldest first, within the round's budget); large
+// or fewer small files are left alone.
+func TestChooseMergeSmall(t *testing.T) {
+	p := Policy{LiveRatio: 0.5, SpaceAmp: 10, RoundBytes: 1 << 30, FileBytes: 1000, MergeSmall: 3}
+	files := []manifest.FileMeta{
+		{ID: 1, Total: 900, Live: 900}, // large
+		{ID: 5, Total: 100, Live: 100},
+		{ID: 3, Total: 200, Live: 200},
+		{ID: 4, Total: 100, Live: 20}, // a victim by ratio
+		{ID: 2, Total: 240, Live: 240},
+	}
+	if got := ids(Choose(files, p, nil)); !slices.Equal(got, []manifest.FileID{4, 2, 3, 5}) {
+		t.Fatalf("merge: %v, want [4 2 3 5]", got)
+	}
+	if b := Batches(Choose(files, p, nil), p); len(b) != 1 {
+		t.Fatalf("%d batches, want the small files merged into one", len(b))
+	}
+	p.MergeSmall = 4 // only 3 small files besides the ratio victim
+	if got := ids(Choose(files, p, nil)); !slices.Equal(got, []manifest.FileID{4}) {
+		t.Fatalf("too few small files: %v, want [4]", got)
+	}
+	p.MergeSmall, p.RoundBytes = 3, 350 // budget: 4, 2 then stop
+	if got := ids(Choose(files, p, nil)); !slices.Equal(got, []manifest.FileID{4, 2}) {
+		t.Fatalf("budget: %v, want [4 2]", got)
+	}
+	p.MergeSmall = 0
+	if got := ids(Choose(files, p, nil)); !slices.Equal(got, []manifest.FileID{4}) {
+		t.Fatalf("merging off: %v, want [4]", got)
+	}
+}

@@ -10,7 +10,9 @@
 // delta.AppendFrame, which carries its own CRC-32C), then a relocation
 // table, then a fixed 64-byte footer. Little endian throughout.
 //
-//	frames   count frames; the first starts at offset 0
+//	frames   count frames; the first starts at offset 0; each plain or
+//	         compressed (the frame header names its codec, so one file
+//	         may mix them: see package delta)
 //	table    count entries of 24 bytes: addr u64, offset u64, length u32,
 //	         crc u32 (the frame's own CRC, so a frame can be checked, or
 //	         copied, against the table without being parsed)

@@ -195,6 +195,49 @@ func (r *File) ReadFrame(addr uint64) (*delta.Frame, error) {
 	return fr, nil
 }
 
+// ReadRaw appends the encoded bytes of the frame at addr to dst and
+// returns them with the frame's header, after checking them as ReadFrame
+// does (CRC against the bytes and the table, address) but without
+// decoding or decompressing the payload: a copy into another file
+// (FileWriter.AddRaw) keeps the frame exactly as it was written. Errors as
+// for ReadFrame. Safe for concurrent use.
+func (r *File) ReadRaw(dst []byte, addr uint64) ([]byte, delta.FrameHeader, error) {
+	if r.closed.Load() {
+		return dst, delta.FrameHeader{}, fmt.Errorf("pool: read %s frame %d: %w", r.name, addr, ErrClosed)
+	}
+	i, ok := r.find(addr)
+	if !ok {
+		return dst, delta.FrameHeader{}, fmt.Errorf("pool: read %s frame %d: %w", r.name, addr, ErrNoFrame)
+	}
+	e := r.entries[i]
+	if uint64(e.len) > math.MaxInt/2 {
+		return dst, delta.FrameHeader{}, fmt.Errorf("pool: read %s frame %d: %d bytes is too large for this platform", r.name, addr, e.len)
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, int(e.len))[:start+int(e.len)]
+	buf := dst[start:]
+	if err := readFull(r.f, buf, e.off); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return dst[:start], delta.FrameHeader{}, r.corrupt(e.off, "frame %d: the file ends inside it", addr)
+		}
+		return dst[:start], delta.FrameHeader{}, fmt.Errorf("pool: read %s frame %d at %d: %w", r.name, addr, e.off, err)
+	}
+	h, err := delta.VerifyFrame(buf)
+	switch {
+	case err != nil:
+		var de *delta.CorruptionError
+		if errors.As(err, &de) {
+			return dst[:start], h, r.corrupt(e.off+de.Offset, "frame %d: %s", addr, de.Reason)
+		}
+		return dst[:start], h, r.corrupt(e.off, "frame %d: %v", addr, err)
+	case h.CRC != e.crc:
+		return dst[:start], h, r.corrupt(e.off, "frame %d: checksum %08x, the table says %08x", addr, h.CRC, e.crc)
+	case h.Addr != addr:
+		return dst[:start], h, r.corrupt(e.off, "table slot of frame %d holds frame %d", addr, h.Addr)
+	}
+	return dst, h, nil
+}
+
 func (r *File) corrupt(off int64, format string, args ...any) *CorruptionError {
 	return &CorruptionError{File: r.name, Offset: off, Reason: fmt.Sprintf(format, args...)}
 }

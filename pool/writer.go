@@ -1,8 +1,10 @@
 package pool
 
 import (
+	"cmp"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/vfs"
@@ -23,11 +25,31 @@ type FileWriter struct {
 	table   []entry // one per added frame, ascending by addr
 	err     error   // sticky: the first write error
 	done    bool    // Finish was called
+	comp    *delta.Compressor
 }
 
 // NewFileWriter returns a writer that fills f, which must be empty, from
-// offset 0.
+// offset 0, with plain frames (see Compress).
 func NewFileWriter(f vfs.File) *FileWriter { return &FileWriter{f: f} }
+
+// Compress makes the writer encode frames with c (compressed where that
+// pays; nil: plain) and returns w. c is used by this writer only from now
+// on: a Compressor is not safe for concurrent use.
+func (w *FileWriter) Compress(c *delta.Compressor) *FileWriter {
+	w.comp = c
+	return w
+}
+
+// Stored returns the bytes the frame at addr takes in the file (its
+// compressed size if it was compressed), and whether it was added. It is
+// what space accounting charges for the frame. O(log frames).
+func (w *FileWriter) Stored(addr uint64) (int, bool) {
+	i, ok := slices.BinarySearchFunc(w.table, addr, func(e entry, a uint64) int { return cmp.Compare(e.addr, a) })
+	if !ok {
+		return 0, false
+	}
+	return int(w.table[i].len), true
+}
 
 // Add appends fr to the file. Its address must be above every address
 // added before, and fr must pass delta.Frame.Check; neither mistake writes
@@ -47,12 +69,44 @@ func (w *FileWriter) Add(fr *delta.Frame) error {
 		return fmt.Errorf("pool: add frame %d after frame %d: addresses must ascend", fr.Addr, w.table[n-1].addr)
 	}
 	start := len(w.buf)
-	w.buf = delta.AppendFrame(w.buf, fr)
+	if w.comp != nil {
+		w.buf = w.comp.AppendFrame(w.buf, fr)
+	} else {
+		w.buf = delta.AppendFrame(w.buf, fr)
+	}
 	h, err := delta.ParseFrameHeader(w.buf[start:])
 	if err != nil {
 		panic("pool: AppendFrame produced a header ParseFrameHeader rejects: " + err.Error())
 	}
 	w.table = append(w.table, entry{addr: fr.Addr, off: w.written + int64(start), len: uint32(h.Len), crc: h.CRC})
+	if len(w.buf) >= flushBytes {
+		return w.flush()
+	}
+	return nil
+}
+
+// AddRaw appends an encoded frame as it is (bytes File.ReadRaw returned):
+// a GC copy keeps each frame's encoding, compressed or not, so its size
+// and CRC stay what the accounting knows. raw must pass
+// delta.VerifyFrame and its address must be above every address added
+// before; neither mistake writes anything or spoils the writer.
+func (w *FileWriter) AddRaw(raw []byte) error {
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.done:
+		return fmt.Errorf("pool: add raw frame: %w", ErrFinished)
+	}
+	h, err := delta.VerifyFrame(raw)
+	if err != nil {
+		return fmt.Errorf("pool: add raw frame: %w", err)
+	}
+	if n := len(w.table); n > 0 && h.Addr <= w.table[n-1].addr {
+		return fmt.Errorf("pool: add frame %d after frame %d: addresses must ascend", h.Addr, w.table[n-1].addr)
+	}
+	start := len(w.buf)
+	w.buf = append(w.buf, raw...)
+	w.table = append(w.table, entry{addr: h.Addr, off: w.written + int64(start), len: uint32(h.Len), crc: h.CRC})
 	if len(w.buf) >= flushBytes {
 		return w.flush()
 	}

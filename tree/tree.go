@@ -195,13 +195,26 @@ const (
 // For the engine's background worker; a page that changed meanwhile is
 // re-examined, and one that no longer needs it is left alone.
 func (t *Tree) Compact(pid pagetable.PID) error {
+	return t.compact(pid, t.stubChainMax(), t.cfg.ChainMax)
+}
+
+// Squash consolidates leaf pid if its chain holds any delta, in memory or
+// on disk, as Compact does. For the engine's idle settler: a durable chain
+// of deltas above a base stores versions the base may repeat, and the
+// next checkpoint of the consolidated page turns the whole old chain into
+// junk the data-file GC reclaims.
+func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0) }
+
+// compact consolidates leaf pid when a stub's chain (memory and disk)
+// reaches stubMin, or a full page's chain is longer than fullMax.
+func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int) error {
 	for tries := 0; tries < 4; tries++ {
 		p, err := t.load(pid)
 		if err != nil || p == nil || p.Removed || p.Base.Level != 0 {
 			return err
 		}
 		if p.Stub != nil {
-			if p.Len+p.Stub.DiskLen < t.stubChainMax() {
+			if p.Len+p.Stub.DiskLen < stubMin {
 				return nil
 			}
 			f, err := t.fullOnce(pid, p)
@@ -212,7 +225,7 @@ func (t *Tree) Compact(pid pagetable.PID) error {
 				continue
 			}
 		}
-		sp, done := t.compactFull(pid)
+		sp, done := t.compactFull(pid, fullMax)
 		if sp != nil {
 			_ = t.post(sp)
 		}
@@ -223,9 +236,9 @@ func (t *Tree) Compact(pid pagetable.PID) error {
 	return nil
 }
 
-// compactFull consolidates pid's full state if its chain is long. done is
-// false if the slot held a stub again (evicted meanwhile).
-func (t *Tree) compactFull(pid pagetable.PID) (*split, bool) {
+// compactFull consolidates pid's full state if its chain is longer than
+// maxLen. done is false if the slot held a stub again (evicted meanwhile).
+func (t *Tree) compactFull(pid pagetable.PID, maxLen int) (*split, bool) {
 	tok := t.env.Gens.Enter()
 	defer t.env.Gens.Exit(tok)
 	slot := t.pt.Slot(pid)
@@ -238,7 +251,7 @@ func (t *Tree) compactFull(pid pagetable.PID) (*split, bool) {
 	if p.Stub != nil {
 		return nil, false
 	}
-	if p.Len <= t.cfg.ChainMax {
+	if p.Len <= maxLen {
 		return nil, true
 	}
 	np, sp, _ := t.consolidate(pid, p)

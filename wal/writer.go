@@ -449,3 +449,39 @@ func (w *Writer) Close() error {
 	}
 	return err
 }
+
+// Rotate ends the current segment if it holds at least minBytes (and at
+// least one record): the segment is written out, fsynced and a new empty
+// one started at the head (the rotation protocol of the package doc), so
+// that once a checkpoint covers the old segment Recycle can delete it. An
+// idle database thus keeps no large log. It reports whether it rotated.
+func (w *Writer) Rotate(minBytes int64) (bool, error) {
+	w.mu.Lock()
+	switch {
+	case w.closed:
+		w.mu.Unlock()
+		return false, ErrClosed
+	case w.fail.Load() != nil:
+		w.mu.Unlock()
+		return false, w.failure()
+	case w.segLen == 0 || w.segLen < minBytes:
+		w.mu.Unlock()
+		return false, nil
+	}
+	w.bounds = append(w.bounds, bound{lsn: LSN(w.head.Load()), records: w.records})
+	w.segLen = 0
+	w.mu.Unlock()
+
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	if w.file == nil {
+		if err := w.failure(); err != nil {
+			return false, err
+		}
+		return false, ErrClosed
+	}
+	if err := w.flushLocked(); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,130 @@
+package bwkv
+
+import (
+	"errors"
+	"time"
+
+	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/wal"
+)
+
+// Settling an idle database (DESIGN §8: space converges once writes
+// stop). Checkpoints are triggered by dirty bytes, so without this an idle
+// database would keep its last dirty generation only in the log (with the
+// full old values of every update) and its junk until the next burst of
+// writes. The checkpointer looks every settleInterval: once the log head
+// has not moved for a whole interval it checkpoints what is dirty, rotates
+// the log segment that checkpoint covers so it can be recycled, and runs
+// GC rounds until none reports more work. A settled database does nothing
+// more until the next write.
+
+const (
+	// settleInterval is how often the checkpointer looks for an idle
+	// database: a database settles between one and two intervals after
+	// its last write.
+	settleInterval = time.Second
+	// settleLogBytes: a covered log segment at least this large is
+	// rotated away when the database settles; a smaller one stays (it
+	// costs less than the rotation's fsyncs and file).
+	settleLogBytes = 256 << 10
+)
+
+// settleSquashPages bounds the pages one look consolidates, so the
+// dirty bytes it makes stay within a checkpoint of ordinary size.
+const settleSquashPages = 4096
+
+// settleState is the settler's memory. Checkpointer goroutine only.
+type settleState struct {
+	head    wal.LSN       // the log head at the last look
+	settled bool          // nothing was written since the database settled
+	cursor  pagetable.PID // where the next squash pass resumes
+}
+
+// settle runs in the checkpointer goroutine every settleInterval.
+func (db *DB) settle() {
+	s := &db.ckpt.settle
+	head := db.wal.Head()
+	if head != s.head {
+		s.head, s.settled = head, false // writes since the last look
+		return
+	}
+	if s.settled || db.readOnly.Load() {
+		return
+	}
+	if db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil {
+		if err := db.checkpointOnce(true); err != nil {
+			if db.degraded.Load() == nil {
+				db.stats.bgErrors.Add(1)
+				db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
+			}
+			return
+		}
+	}
+	// Pages whose durable chain has deltas are consolidated and written
+	// again as one base: the old chain becomes junk (a base and the
+	// deltas above it repeat versions), which the GC then reclaims.
+	squashed, wrapped := db.squashChains()
+	if squashed > 0 {
+		if err := db.checkpointOnce(true); err != nil {
+			if db.degraded.Load() == nil {
+				db.stats.bgErrors.Add(1)
+				db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
+			}
+			return
+		}
+	}
+	if err := db.rotateCovered(); err != nil {
+		if errors.Is(err, wal.ErrFailed) {
+			db.degrade(err) // a failed log fsync is never retried (DESIGN §6)
+			return
+		}
+		db.stats.bgErrors.Add(1)
+		db.log.Warn("bwkv: idle log rotation failed; will retry", "err", err)
+		return
+	}
+	// Bounded rounds (RoundBytes each, yielding to a due checkpoint); the
+	// next look runs another while one reports more.
+	more := db.collectGarbage(true)
+	s.settled = !more && wrapped && squashed == 0
+}
+
+// squashChains consolidates up to settleSquashPages resident leaves whose
+// chain holds deltas, resuming where the last pass stopped; wrapped
+// reports that the pass reached the last page. Pages on disk only are not
+// read: they were consolidated before they were evicted or are untouched
+// since Open.
+func (db *DB) squashChains() (squashed int, wrapped bool) {
+	s := &db.ckpt.settle
+	end := db.pt.Next()
+	if s.cursor == 0 || s.cursor >= end {
+		s.cursor = 1
+	}
+	for ; s.cursor < end && squashed < settleSquashPages; s.cursor++ {
+		p := db.pt.Load(s.cursor)
+		if p == nil || p.Removed || p.Base.Level != 0 || (p.Len == 0 && (p.Stub == nil || p.Stub.DiskLen == 0)) {
+			continue
+		}
+		if err := db.tree.Squash(s.cursor); err != nil {
+			db.stats.bgErrors.Add(1)
+			db.log.Warn("bwkv: idle consolidation failed", "pid", s.cursor, "err", err)
+			continue
+		}
+		squashed++
+	}
+	return squashed, s.cursor >= end
+}
+
+// rotateCovered rotates the log segment when the last publish covers the
+// whole log (nothing was appended since its cut, no transaction pins it)
+// and the segment is large, then recycles it.
+func (db *DB) rotateCovered() error {
+	covered := wal.LSN(db.ckpt.analysisStart.Load())
+	if db.wal.Head() != covered {
+		return nil
+	}
+	rotated, err := db.wal.Rotate(settleLogBytes)
+	if err != nil || !rotated {
+		return err
+	}
+	return db.wal.Recycle(covered)
+}
