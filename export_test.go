@@ -48,3 +48,6 @@ func CollectGarbage(db *DB) error {
 // cross-check its chains and live-byte accounting against the disk at
 // every rewrite; a mismatch is a background error.
 func SetTestGCVerify(on bool) { testGCVerify = on }
+
+// TxnWaiting reports whether tx is blocked waiting for another txn's lock.
+func TxnWaiting(tx *Txn) bool { return tx.st.Waiting() }

@@ -85,6 +85,14 @@ type Options struct {
 	// at least 1. With the log and the manifest this keeps the directory
 	// within about 1.5x the live data under steady updates.
 	GCSpaceAmp float64
+	// LockTimeout bounds how long a write waits for another transaction's
+	// uncommitted version of its key to end (then ErrConflict); default
+	// 1 s. A negative value fails at once, without waiting.
+	LockTimeout time.Duration
+	// MaxUpdateRetries is how many times Update and UpdateContext re-run
+	// fn after ErrConflict (jittered exponential backoff); default 32. A
+	// negative value disables retries.
+	MaxUpdateRetries int
 	// ReadOnly opens without recovery writes or background work; writes
 	// return ErrReadOnly.
 	ReadOnly bool
@@ -148,6 +156,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.GCSpaceAmp == 0 {
 		o.GCSpaceAmp = 1.25
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = time.Second
+	}
+	if o.MaxUpdateRetries == 0 {
+		o.MaxUpdateRetries = 32
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default()

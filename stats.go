@@ -87,7 +87,11 @@ type CacheStats struct {
 
 // TxnStats describes transactions.
 type TxnStats struct {
+	// Conflicts counts writes that failed with ErrConflict; of them,
+	// Deadlocks were refused because their wait would have closed a
+	// cycle, and LockTimeouts waited LockTimeout in vain.
 	Commits, Aborts, Conflicts, TooOld uint64
+	Deadlocks, LockTimeouts            uint64
 	Open                               int
 	OldestTxnAge, OldestSnapshotAge    time.Duration
 }
@@ -136,6 +140,9 @@ func (db *DB) Stats() Stats {
 		Aborts:    db.stats.aborts.Load(),
 		Conflicts: db.stats.conflicts.Load(),
 		TooOld:    db.stats.tooOld.Load(),
+
+		Deadlocks:    db.stats.deadlocks.Load(),
+		LockTimeouts: db.stats.lockTimeouts.Load(),
 	}
 	db.txMu.Lock()
 	s.Txn.Open = len(db.txns)
