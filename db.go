@@ -147,6 +147,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		lk.Close()
 		return nil, err
 	}
+	if f := db.events().RecoveryDone; f != nil {
+		f(db.recovery)
+	}
 	if !o.ReadOnly {
 		db.bg.Add(3)
 		go db.retireLoop()

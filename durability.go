@@ -28,7 +28,7 @@ func (db *DB) durableLSN() uint64 {
 func (db *DB) degrade(err error) error {
 	if db.degraded.CompareAndSwap(nil, &err) {
 		db.readOnly.Store(true)
-		db.stats.bgErrors.Add(1)
+		db.backgroundError(err)
 		db.log.Error("bwkv: log failure; the database is read-only until reopened", "err", err)
 	}
 	return fmt.Errorf("%w: %v", ErrReadOnly, err)

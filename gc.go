@@ -102,11 +102,15 @@ func (db *DB) collectGarbage(force bool) bool {
 		return false
 	}
 	g.running.Store(true)
+	start := time.Now()
 	more, err := g.coll.Round()
 	g.running.Store(false)
+	if f := db.events().GCRound; f != nil {
+		f(GCRoundInfo{Duration: time.Since(start), More: more, Err: err})
+	}
 	db.ckpt.renew() // wake writers held by backpressure
 	if err != nil {
-		db.stats.bgErrors.Add(1)
+		db.backgroundError(err)
 		db.log.Warn("bwkv: data-file GC failed; will retry", "err", err)
 		more = true
 	}

@@ -93,6 +93,9 @@ type Options struct {
 	// fn after ErrConflict (jittered exponential backoff); default 32. A
 	// negative value disables retries.
 	MaxUpdateRetries int
+	// EventListener, if set, receives background events (checkpoints,
+	// GC rounds, stalls, background errors, recovery); see its doc.
+	EventListener *EventListener
 	// ReadOnly opens without recovery writes or background work; writes
 	// return ErrReadOnly.
 	ReadOnly bool

@@ -5,13 +5,17 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 const slotsPerShard = 8
 
 type paddedSlot struct {
 	v atomic.Uint64 // 0: free; else registered lower bound + 1
-	_ [56]byte
+	// since is the registration's wall-clock time (unix nanos) for
+	// Stats' oldest-reader age; 0 while being claimed or freed.
+	since atomic.Int64
+	_     [48]byte
 }
 
 type shard struct {
@@ -23,12 +27,17 @@ type Registry struct {
 	shards []shard
 
 	overMu   sync.Mutex
-	overflow map[*Reg]uint64 // registrations that found no free slot
+	overflow map[*Reg]overReg // registrations that found no free slot
+}
+
+type overReg struct {
+	lowerBound uint64
+	since      int64
 }
 
 // Reg is one registration. The zero value is unregistered.
 type Reg struct {
-	slot *atomic.Uint64
+	slot *paddedSlot
 	over bool
 }
 
@@ -38,7 +47,7 @@ func NewRegistry() *Registry {
 	if n < 16 {
 		n = 16
 	}
-	return &Registry{shards: make([]shard, n), overflow: make(map[*Reg]uint64)}
+	return &Registry{shards: make([]shard, n), overflow: make(map[*Reg]overReg)}
 }
 
 // Register stores lowerBound (which must be <= the start the caller samples
@@ -51,15 +60,16 @@ func (r *Registry) Register(g *Reg, lowerBound uint64) {
 	for probe := uint32(0); probe < n; probe++ {
 		sh := &r.shards[(s+probe)%n]
 		for i := range sh.slots {
-			sl := &sh.slots[i].v
-			if sl.Load() == 0 && sl.CompareAndSwap(0, v) {
+			sl := &sh.slots[i]
+			if sl.v.Load() == 0 && sl.v.CompareAndSwap(0, v) {
+				sl.since.Store(time.Now().UnixNano())
 				g.slot = sl
 				return
 			}
 		}
 	}
 	r.overMu.Lock()
-	r.overflow[g] = lowerBound
+	r.overflow[g] = overReg{lowerBound, time.Now().UnixNano()}
 	g.over = true
 	r.overMu.Unlock()
 }
@@ -67,7 +77,8 @@ func (r *Registry) Register(g *Reg, lowerBound uint64) {
 // Unregister releases g's slot.
 func (r *Registry) Unregister(g *Reg) {
 	if g.slot != nil {
-		g.slot.Store(0)
+		g.slot.since.Store(0) // before the slot is free for another claim
+		g.slot.v.Store(0)
 		g.slot = nil
 		return
 	}
@@ -91,11 +102,38 @@ func (r *Registry) Min(limit uint64) uint64 {
 		}
 	}
 	r.overMu.Lock()
-	for _, v := range r.overflow {
-		if v < m {
-			m = v
+	for _, o := range r.overflow {
+		if o.lowerBound < m {
+			m = o.lowerBound
 		}
 	}
 	r.overMu.Unlock()
 	return m
+}
+
+// OldestSince returns the registration time of the oldest live
+// registration (snapshot or txn), or the zero time if none. It scans every
+// slot: for Stats, not for hot paths. A registration being claimed right
+// now may be missed.
+func (r *Registry) OldestSince() time.Time {
+	var m int64
+	for i := range r.shards {
+		sh := &r.shards[i]
+		for j := range sh.slots {
+			if t := sh.slots[j].since.Load(); t != 0 && (m == 0 || t < m) {
+				m = t
+			}
+		}
+	}
+	r.overMu.Lock()
+	for _, o := range r.overflow {
+		if m == 0 || o.since < m {
+			m = o.since
+		}
+	}
+	r.overMu.Unlock()
+	if m == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, m)
 }
