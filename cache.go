@@ -129,7 +129,7 @@ func (db *DB) compact(max int) {
 		if err := db.tree.Compact(pid); err != nil {
 			// The page stays a stub; its next writer or reader retries
 			// the read and reports the error.
-			db.stats.bgErrors.Add(1)
+			db.backgroundError(err)
 			db.log.Warn("bwkv: background consolidation failed", "pid", pid, "err", err)
 		}
 	}

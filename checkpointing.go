@@ -80,9 +80,19 @@ func (db *DB) afterWrite() {
 // bounded (10 s): a checkpointer that keeps failing (a full disk) must not
 // hang writers forever; the stall count shows it.
 func (db *DB) backpressure() {
+	var start time.Time
 	for i := 0; i < 100 && !db.readOnly.Load() && db.mustWait(); i++ {
 		if i == 0 {
 			db.ckpt.stalls.Add(1)
+			start = time.Now()
+			if f := db.events().StallBegin; f != nil {
+				f()
+			}
+			defer func() {
+				if f := db.events().StallEnd; f != nil {
+					f(StallInfo{Duration: time.Since(start)})
+				}
+			}()
 		}
 		ch := db.ckpt.publishedCh()
 		select {
@@ -132,7 +142,7 @@ func (db *DB) checkpointLoop() {
 		}
 		err := db.checkpointOnce(len(waiters) > 0)
 		if err != nil && db.degraded.Load() == nil {
-			db.stats.bgErrors.Add(1)
+			db.backgroundError(err)
 			db.log.Warn("bwkv: checkpoint failed; will retry", "err", err)
 			retry.Reset(time.Second)
 		}
@@ -196,7 +206,19 @@ func (db *DB) publish(g *generation.Gen) error {
 		Ledger:       db.gc.ledger,
 		Compressor:   db.newCompressor(),
 	}
+	ev := db.events()
+	if ev.CheckpointBegin != nil {
+		ev.CheckpointBegin(CheckpointBeginInfo{DirtyBytes: g.Bytes()})
+	}
+	start := time.Now()
 	res, err := checkpoint.Run(env, g)
+	if ev.CheckpointEnd != nil {
+		info := CheckpointEndInfo{Duration: time.Since(start), Err: err}
+		if err == nil {
+			info.Bytes, info.Frames = res.Bytes, res.Frames
+		}
+		ev.CheckpointEnd(info)
+	}
 	if err != nil {
 		if fatalIO(err) {
 			return db.degrade(err)

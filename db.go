@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,9 +33,6 @@ const (
 // leaf splits before PageSplitEntries keys, which bounds what each
 // consolidation copies.
 const leafSplitBytes = 32 << 10
-
-// maxPutRetries bounds DB.Put/Delete's retries of a conflicting one-op txn.
-const maxPutRetries = 16
 
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
@@ -77,7 +73,8 @@ type DB struct {
 	txMu sync.Mutex
 	txns map[*Txn]struct{} // open transactions, rolled back by Close
 
-	snapPool sync.Pool
+	snapPool sync.Pool // *snapSlab (snapshot.go)
+	hot      [hotStripes]hotStripe
 	iterBufs sync.Pool // *[]iterEntry: iterators' per-leaf entry buffers
 
 	commitsSinceRetire atomic.Int64
@@ -89,6 +86,12 @@ type DB struct {
 
 type dbCounters struct {
 	commits, aborts, conflicts, tooOld, bgErrors atomic.Uint64
+	// deadlocks and lockTimeouts count the conflicts a lock wait ended
+	// with (a cycle in the wait-for chain, LockTimeout passed).
+	deadlocks, lockTimeouts atomic.Uint64
+	// hotRestarts counts Update attempts restarted to queue on a hot
+	// key's stripe (hot.go).
+	hotRestarts atomic.Uint64
 }
 
 // Open opens (creating if needed, unless opts.ErrorIfNotExist) the database
@@ -148,6 +151,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		lk.Close()
 		return nil, err
+	}
+	if f := db.events().RecoveryDone; f != nil {
+		f(db.recovery)
 	}
 	if !o.ReadOnly {
 		db.bg.Add(3)
@@ -234,7 +240,8 @@ func (db *DB) open(exists bool) error {
 		WantCompact: db.wantCompact,
 	}, db.pt)
 	db.readOnly.Store(o.ReadOnly)
-	db.snapPool.New = func() any { return new(Snapshot) }
+	db.snapPool.New = func() any { return new(snapSlab) }
+	db.initHot()
 	if err := db.recover(exists, st); err != nil {
 		return err
 	}
@@ -413,38 +420,6 @@ func (db *DB) Begin() (*Txn, error) {
 	return tx, nil
 }
 
-// Update runs fn in a new transaction and commits it if fn returns nil;
-// otherwise, or if fn panics, it rolls back (and re-panics).
-func (db *DB) Update(fn func(*Txn) error) (err error) {
-	tx, err := db.Begin()
-	if err != nil {
-		return err
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = tx.Rollback()
-		}
-	}()
-	if err := fn(tx); err != nil {
-		done = true
-		_ = tx.Rollback()
-		return err
-	}
-	done = true
-	return tx.Commit()
-}
-
-// View runs fn on a new snapshot and closes it afterwards.
-func (db *DB) View(fn func(*Snapshot) error) error {
-	s, err := db.NewSnapshot()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return fn(s)
-}
-
 // Get returns a copy of key's committed value (ErrNotFound if none). The
 // caller owns the returned slice.
 func (db *DB) Get(key []byte) ([]byte, error) {
@@ -460,48 +435,6 @@ func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
 	out, err := s.GetAppend(dst, key)
 	s.Close()
 	return out, err
-}
-
-// Put sets key to value in a one-operation transaction, retrying a conflict
-// a bounded number of times.
-func (db *DB) Put(key, value []byte) error {
-	return db.oneOp(key, value, false)
-}
-
-// Delete removes key in a one-operation transaction. Deleting a missing key
-// is not an error.
-func (db *DB) Delete(key []byte) error {
-	return db.oneOp(key, nil, true)
-}
-
-func (db *DB) oneOp(key, value []byte, del bool) error {
-	if err := db.checkKey(key); err != nil {
-		return err
-	}
-	if err := db.checkValue(value); err != nil {
-		return err
-	}
-	var err error
-	for attempt := 0; attempt < maxPutRetries; attempt++ {
-		var tx *Txn
-		tx, err = db.Begin()
-		if err != nil {
-			return err
-		}
-		err = tx.write(key, value, del)
-		if err == nil {
-			return tx.Commit()
-		}
-		_ = tx.Rollback()
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		runtime.Gosched()
-		if attempt > 4 {
-			time.Sleep(time.Duration(attempt) * 50 * time.Microsecond)
-		}
-	}
-	return err
 }
 
 // Sync makes every commit so far durable.

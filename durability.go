@@ -36,7 +36,7 @@ func (db *DB) durableLSN() uint64 {
 func (db *DB) degrade(err error) error {
 	if db.degraded.CompareAndSwap(nil, &err) {
 		db.readOnly.Store(true)
-		db.stats.bgErrors.Add(1)
+		db.backgroundError(err)
 		db.log.Error("bwkv: unrecoverable I/O error; the database is read-only until reopened", "err", err)
 		db.ckpt.renew() // wake writers held by backpressure
 	}

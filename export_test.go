@@ -65,3 +65,6 @@ func (db *DB) KeyVersions(key []byte) (int, error) {
 	p.Versions(key, func(node.Version) bool { n++; return true })
 	return n, nil
 }
+
+// TxnWaiting reports whether tx is blocked waiting for another txn's lock.
+func TxnWaiting(tx *Txn) bool { return tx.st.Waiting() }

@@ -106,15 +106,19 @@ func (db *DB) collectGarbage(force bool) bool {
 		return false
 	}
 	g.running.Store(true)
+	start := time.Now()
 	more, err := g.coll.Round()
 	g.running.Store(false)
+	if f := db.events().GCRound; f != nil {
+		f(GCRoundInfo{Duration: time.Since(start), More: more, Err: err})
+	}
 	db.ckpt.renew() // wake writers held by backpressure
 	switch {
 	case err != nil && fatalIO(err):
 		_ = db.degrade(err) // no more rounds: collectGarbage checks readOnly
 		more = false
 	case err != nil:
-		db.stats.bgErrors.Add(1)
+		db.backgroundError(err)
 		db.log.Warn("bwkv: data-file GC failed; will retry", "err", err)
 		more = true
 	}

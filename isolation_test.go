@@ -48,17 +48,20 @@ func wantValue(t *testing.T, get func([]byte) ([]byte, error), k, want string) {
 }
 
 // G0: write cycles (dirty writes) — a second writer of an uncommitted key
-// is refused.
+// waits for the first; once that one commits, the second is refused.
 func TestG0DirtyWrite(t *testing.T) {
 	db := openTest(t, nil)
 	t1, t2 := mustBegin(t, db), mustBegin(t, db)
 	mustPut(t, t1, "x", "1")
-	if err := t2.Put([]byte("x"), []byte("2")); !errors.Is(err, bwkv.ErrConflict) {
-		t.Fatalf("second writer: %v, want ErrConflict", err)
-	}
+	res := make(chan error, 1)
+	go func() { res <- t2.Put([]byte("x"), []byte("2")) }()
+	waitForWaiter(t, t2)
 	mustPut(t, t1, "y", "1")
 	if err := t1.Commit(); err != nil {
 		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("second writer: %v, want ErrConflict", err)
 	}
 	// t2 is doomed: every later call fails, nothing of it applies.
 	if err := t2.Put([]byte("z"), []byte("2")); !errors.Is(err, bwkv.ErrConflict) {

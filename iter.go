@@ -2,14 +2,69 @@ package bwkv
 
 import (
 	"bytes"
+	"errors"
+	"iter"
 
 	"github.com/bwkv/bwkv/node"
 )
 
 // IterOptions bound an iterator to [LowerBound, UpperBound); nil means
-// unbounded. The iterator copies the bounds.
+// unbounded. Prefix, if not empty, bounds it to the keys that start with
+// Prefix (it sets both bounds, so setting a bound as well is an error from
+// NewIter). The iterator copies what it keeps.
 type IterOptions struct {
 	LowerBound, UpperBound []byte
+	Prefix                 []byte
+}
+
+// Reader is the read side shared by *Txn and *Snapshot, so one helper can
+// read either.
+type Reader interface {
+	Get(key []byte) ([]byte, error)
+	GetAppend(dst, key []byte) ([]byte, error)
+	NewIter(o *IterOptions) (*Iter, error)
+}
+
+var (
+	_ Reader = (*Txn)(nil)
+	_ Reader = (*Snapshot)(nil)
+)
+
+// errPrefixWithBound is NewIter's error for IterOptions that set Prefix and
+// a bound.
+var errPrefixWithBound = errors.New("bwkv: IterOptions: Prefix set together with LowerBound or UpperBound")
+
+// bounds returns the [lo, hi) an IterOptions asks for, as copies.
+func (o *IterOptions) bounds() (lo, hi []byte, err error) {
+	if o == nil {
+		return nil, nil, nil
+	}
+	if len(o.Prefix) > 0 {
+		if o.LowerBound != nil || o.UpperBound != nil {
+			return nil, nil, errPrefixWithBound
+		}
+		return bytes.Clone(o.Prefix), prefixEnd(o.Prefix), nil
+	}
+	if o.LowerBound != nil {
+		lo = bytes.Clone(o.LowerBound)
+	}
+	if o.UpperBound != nil {
+		hi = bytes.Clone(o.UpperBound)
+	}
+	return lo, hi, nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p,
+// or nil (unbounded) when p is all 0xff bytes.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }
 
 // Iter iterates a snapshot's or transaction's view in key order, in both
@@ -40,26 +95,27 @@ type iterEntry struct {
 	key, val []byte // alias immutable page memory
 }
 
-func newIter(db *DB, vis node.Visibility, o *IterOptions, owner func() error) *Iter {
-	it := &Iter{db: db, vis: vis, owner: owner}
+func newIter(db *DB, vis node.Visibility, o *IterOptions, owner func() error) (*Iter, error) {
+	lo, hi, err := o.bounds()
+	if err != nil {
+		return nil, err
+	}
+	it := &Iter{db: db, vis: vis, owner: owner, lo: lo, hi: hi}
 	if b, ok := db.iterBufs.Get().(*[]iterEntry); ok {
 		it.ents = (*b)[:0]
 	}
-	if o != nil {
-		if o.LowerBound != nil {
-			it.lo = bytes.Clone(o.LowerBound)
-		}
-		if o.UpperBound != nil {
-			it.hi = bytes.Clone(o.UpperBound)
-		}
-	}
-	return it
+	return it, nil
 }
 
 func (it *Iter) ok() bool {
 	if it.closed {
 		it.err = ErrClosed
 	} else if err := it.owner(); err != nil {
+		// Its snapshot or txn ended (closed, committed, rolled back):
+		// the iterator is closed for its user, whatever ended the owner.
+		if errors.Is(err, ErrTxnDone) {
+			err = ErrClosed
+		}
 		it.err = err
 	}
 	if it.err != nil {
@@ -229,6 +285,31 @@ func (it *Iter) Prev() bool {
 		return it.invalidate()
 	}
 	return it.seekLT(append([]byte(nil), it.pageLow...))
+}
+
+// All returns an iterator over the keys in bounds, from First on, for use
+// with range. Key and value are valid only until the loop's next step.
+// After the loop, check Error: a scan that stopped early for a reason
+// other than break reports it there.
+func (it *Iter) All() iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		for ok := it.First(); ok; ok = it.Next() {
+			if !yield(it.Key(), it.Value()) {
+				return
+			}
+		}
+	}
+}
+
+// Backward is All in descending key order, from Last on.
+func (it *Iter) Backward() iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		for ok := it.Last(); ok; ok = it.Prev() {
+			if !yield(it.Key(), it.Value()) {
+				return
+			}
+		}
+	}
 }
 
 // Valid reports whether the iterator is positioned at a key.

@@ -167,6 +167,17 @@ type Options struct {
 	// at least 1. With the log and the manifest this keeps the directory
 	// within about 1.5x the live data under steady updates.
 	GCSpaceAmp float64
+	// LockTimeout bounds how long a write waits for another transaction's
+	// uncommitted version of its key to end (then ErrConflict); default
+	// 1 s. A negative value fails at once, without waiting.
+	LockTimeout time.Duration
+	// MaxUpdateRetries is how many times Update and UpdateContext re-run
+	// fn after ErrConflict (jittered exponential backoff); default 32. A
+	// negative value disables retries.
+	MaxUpdateRetries int
+	// EventListener, if set, receives background events (checkpoints,
+	// GC rounds, stalls, background errors, recovery); see its doc.
+	EventListener *EventListener
 	// WALRecovery says what Open does with a damaged log; default
 	// WALRecoveryStrict.
 	WALRecovery WALRecovery
@@ -238,6 +249,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.GCSpaceAmp == 0 {
 		o.GCSpaceAmp = 1.25
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = time.Second
+	}
+	if o.MaxUpdateRetries == 0 {
+		o.MaxUpdateRetries = 32
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default()

@@ -3,3 +3,10 @@
 package bwkv_test
 
 const hotWritesDefault = 1_000_000
+
+// hotIncrementsDefault is each goroutine's increments in the hot-counter
+// test (BWKV_HOT_INCREMENTS overrides).
+const hotIncrementsDefault = 5_000
+
+// raceEnabled: the race detector is on (sync.Pool drops items at random).
+const raceEnabled = false

@@ -4,3 +4,10 @@ package bwkv_test
 
 // Under the race detector the long loops run shorter.
 const hotWritesDefault = 200_000
+
+// hotIncrementsDefault is each goroutine's increments in the hot-counter
+// test (BWKV_HOT_INCREMENTS overrides).
+const hotIncrementsDefault = 500
+
+// raceEnabled: the race detector is on (sync.Pool drops items at random).
+const raceEnabled = true

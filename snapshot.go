@@ -7,9 +7,8 @@ import (
 )
 
 // Snapshot is a read-only view of the database as of its creation. It is
-// safe for concurrent use until Close. NewSnapshot and Close are O(1) and
-// allocation-free (snapshots are pooled): do not use a Snapshot after
-// closing it.
+// safe for concurrent use. After Close every method returns ErrClosed (a
+// second Close included), and so do iterators opened on it.
 type Snapshot struct {
 	db     *DB
 	r      mvcc.Reader
@@ -17,14 +16,40 @@ type Snapshot struct {
 	closed atomic.Bool
 }
 
-// NewSnapshot opens a snapshot of the committed state.
+// snapSlabLen is how many snapshots one slab holds.
+const snapSlabLen = 64
+
+// snapSlab hands out snapshots from one allocation. A Snapshot is never
+// reused: a handle closed twice, or used after Close, can only ever see its
+// own closed state, never another caller's snapshot (a pooled and recycled
+// handle could not tell its callers apart). Slabs come from a sync.Pool, so
+// NewSnapshot is O(1), takes no shared lock, and allocates once per
+// snapSlabLen snapshots (about 64 bytes a snapshot, amortized); the Go GC
+// frees a slab once none of its snapshots is referenced.
+type snapSlab struct {
+	s [snapSlabLen]Snapshot
+	n int // snapshots handed out; owned by whoever took the slab from the pool
+}
+
+// newSnapshot returns an unused Snapshot.
+func (db *DB) newSnapshot() *Snapshot {
+	sl := db.snapPool.Get().(*snapSlab)
+	s := &sl.s[sl.n]
+	sl.n++
+	if sl.n < snapSlabLen {
+		db.snapPool.Put(sl)
+	}
+	return s
+}
+
+// NewSnapshot opens a snapshot of the committed state. Close it when done:
+// an open snapshot keeps the versions it sees from being dropped.
 func (db *DB) NewSnapshot() (*Snapshot, error) {
 	if err := db.checkOpen(); err != nil {
 		return nil, err
 	}
-	s := db.snapPool.Get().(*Snapshot)
+	s := db.newSnapshot()
 	s.db = db
-	s.closed.Store(false)
 	// Registers a lower bound of the start before sampling it, so the
 	// watermark can never pass this snapshot (mvcc package doc).
 	s.r.Init(db.mv, 0, db.mv.RegisterSnapshot(&s.reg))
@@ -68,16 +93,15 @@ func (s *Snapshot) NewIter(o *IterOptions) (*Iter, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	return newIter(s.db, &s.r, o, s.usable), nil
+	return newIter(s.db, &s.r, o, s.usable)
 }
 
-// Close releases the snapshot. Closing twice returns ErrClosed.
+// Close releases the snapshot. Closing it again returns ErrClosed and
+// affects nothing else.
 func (s *Snapshot) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	db := s.db
-	db.mv.Registry().Unregister(&s.reg)
-	db.snapPool.Put(s)
+	s.db.mv.Registry().Unregister(&s.reg)
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Stats is a point-in-time summary of the engine, one nested struct per
-// part (DESIGN §9). It is a plain value; Sub gives the difference of two.
+// part. It is a plain value; Sub gives the activity between two of them.
 type Stats struct {
 	WAL        WALStats
 	Checkpoint CheckpointStats
@@ -97,9 +97,16 @@ type CacheStats struct {
 
 // TxnStats describes transactions.
 type TxnStats struct {
+	// Conflicts counts writes that failed with ErrConflict; of them,
+	// Deadlocks were refused because their wait would have closed a
+	// cycle, and LockTimeouts waited LockTimeout in vain.
 	Commits, Aborts, Conflicts, TooOld uint64
+	Deadlocks, LockTimeouts            uint64
 	Open                               int
-	OldestTxnAge, OldestSnapshotAge    time.Duration
+	// OldestTxnAge is the age of the oldest open transaction;
+	// OldestSnapshotAge of the oldest open reader, snapshot or
+	// transaction (both pin the versions they can see).
+	OldestTxnAge, OldestSnapshotAge time.Duration
 }
 
 // Stats returns the current statistics. It walks the tree's levels (O(pages));
@@ -114,6 +121,7 @@ func (db *DB) Stats() Stats {
 	}
 	s.Cache.Bytes = db.pt.Resident()
 	s.Cache.Misses = ts.Loads // pages read from data files
+	s.Cache.Hits = ts.Hits
 	s.Cache.Evictions = db.cache.evictions.Load()
 	s.Cache.StubBytes = db.tree.StubBytes()
 	s.Cache.InnerBytes = db.pt.InnerResident()
@@ -130,6 +138,18 @@ func (db *DB) Stats() Stats {
 		Frontier:       c.frontier.Load(),
 	}
 	s.GC = db.gcStats()
+	if s.GC.Rounds == 0 && db.man != nil {
+		// Before the first GC round of this Open the collector has not
+		// looked at the files yet: take the totals from the manifest.
+		files, _, _ := db.man.Files()
+		for _, f := range files {
+			s.GC.DataBytes += f.Total
+			s.GC.LiveBytes += f.Live
+		}
+		if s.GC.LiveBytes > 0 {
+			s.GC.SpaceAmplification = float64(s.GC.DataBytes) / float64(s.GC.LiveBytes)
+		}
+	}
 	s.BackpressureStalls = c.stalls.Load()
 	s.BackgroundErrors = db.stats.bgErrors.Load()
 	if d := db.degraded.Load(); d != nil {
@@ -150,6 +170,9 @@ func (db *DB) Stats() Stats {
 		Aborts:    db.stats.aborts.Load(),
 		Conflicts: db.stats.conflicts.Load(),
 		TooOld:    db.stats.tooOld.Load(),
+
+		Deadlocks:    db.stats.deadlocks.Load(),
+		LockTimeouts: db.stats.lockTimeouts.Load(),
 	}
 	db.txMu.Lock()
 	s.Txn.Open = len(db.txns)
@@ -157,60 +180,144 @@ func (db *DB) Stats() Stats {
 	if t := db.mv.Oldest(); !t.IsZero() {
 		s.Txn.OldestTxnAge = time.Since(t)
 	}
+	if t := db.mv.Registry().OldestSince(); !t.IsZero() {
+		s.Txn.OldestSnapshotAge = time.Since(t)
+	}
 	return s
+}
+
+// Sub returns the activity between prev and s (s taken later): counters
+// (commits, bytes written, rounds, ...) are differences, while gauges
+// (sizes, ages, the tree's shape, the frontier, the last recovery) keep
+// s's values. Ratios are recomputed over the interval.
+func (s Stats) Sub(prev Stats) Stats {
+	d := s
+	d.WAL.Bytes -= prev.WAL.Bytes
+	d.WAL.Records -= prev.WAL.Records
+	d.WAL.Syncs -= prev.WAL.Syncs
+	d.WAL.SyncLatency -= prev.WAL.SyncLatency
+	d.WAL.RecordsPerSync = 0
+	if d.WAL.Syncs > 0 {
+		d.WAL.RecordsPerSync = float64(d.WAL.Records) / float64(d.WAL.Syncs)
+	}
+	c, pc := &d.Checkpoint, prev.Checkpoint
+	c.Count -= pc.Count
+	c.Bytes -= pc.Bytes
+	c.FramesWritten -= pc.FramesWritten
+	c.FramesSkipped -= pc.FramesSkipped
+	c.InstalledBytes -= pc.InstalledBytes
+	c.Duration -= pc.Duration
+	g, pg := &d.GC, prev.GC
+	g.FilesRewritten -= pg.FilesRewritten
+	g.FilesRetired -= pg.FilesRetired
+	g.FilesDeleted -= pg.FilesDeleted
+	g.BytesReclaimed -= pg.BytesReclaimed
+	g.BytesWritten -= pg.BytesWritten
+	g.Rounds -= pg.Rounds
+	t, pt := &d.Tree, prev.Tree
+	t.Consolidations -= pt.Consolidations
+	t.Splits -= pt.Splits
+	t.RootSplits -= pt.RootSplits
+	t.Merges -= pt.Merges
+	ca, pca := &d.Cache, prev.Cache
+	ca.Hits -= pca.Hits
+	ca.Misses -= pca.Misses
+	ca.Evictions -= pca.Evictions
+	ca.Compactions -= pca.Compactions
+	x, px := &d.Txn, prev.Txn
+	x.Commits -= px.Commits
+	x.Aborts -= px.Aborts
+	x.Conflicts -= px.Conflicts
+	x.TooOld -= px.TooOld
+	x.Deadlocks -= px.Deadlocks
+	x.LockTimeouts -= px.LockTimeouts
+	d.BackpressureStalls -= prev.BackpressureStalls
+	d.BackgroundErrors -= prev.BackgroundErrors
+	return d
+}
+
+// bytesIEC formats n bytes in binary units (1.5 MiB).
+func bytesIEC[T int64 | uint64](n T) string {
+	v := float64(n)
+	const units = "KMGTPE"
+	if v < 1024 && v > -1024 {
+		return fmt.Sprintf("%d B", int64(n))
+	}
+	i := -1
+	for (v >= 1024 || v <= -1024) && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}
+
+// count formats a count with SI suffixes (12.3k, 4.5M).
+func count[T int | int64 | uint64](n T) string {
+	v := float64(n)
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.1fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprint(n)
 }
 
 // String prints the statistics as a table.
 func (s Stats) String() string {
 	var b strings.Builder
 	row := func(part, name string, v any) { fmt.Fprintf(&b, "%-10s %-22s %v\n", part, name, v) }
-	row("wal", "bytes", s.WAL.Bytes)
-	row("wal", "records", s.WAL.Records)
-	row("wal", "syncs", s.WAL.Syncs)
+	row("wal", "bytes", bytesIEC(s.WAL.Bytes))
+	row("wal", "records", count(s.WAL.Records))
+	row("wal", "syncs", count(s.WAL.Syncs))
 	row("wal", "sync latency", s.WAL.SyncLatency)
 	row("wal", "records/sync", fmt.Sprintf("%.1f", s.WAL.RecordsPerSync))
 	row("checkpoint", "count", s.Checkpoint.Count)
-	row("checkpoint", "bytes", s.Checkpoint.Bytes)
-	row("checkpoint", "frames written", s.Checkpoint.FramesWritten)
-	row("checkpoint", "frames skipped", s.Checkpoint.FramesSkipped)
-	row("checkpoint", "installed bytes", s.Checkpoint.InstalledBytes)
+	row("checkpoint", "bytes", bytesIEC(s.Checkpoint.Bytes))
+	row("checkpoint", "frames written", count(s.Checkpoint.FramesWritten))
+	row("checkpoint", "frames skipped", count(s.Checkpoint.FramesSkipped))
+	row("checkpoint", "installed bytes", bytesIEC(s.Checkpoint.InstalledBytes))
 	row("checkpoint", "duration", s.Checkpoint.Duration)
 	row("checkpoint", "frontier", s.Checkpoint.Frontier)
-	row("recovery", "records replayed", s.Recovery.RecordsReplayed)
+	row("recovery", "records replayed", count(s.Recovery.RecordsReplayed))
 	row("recovery", "losers undone", s.Recovery.LosersUndone)
 	row("recovery", "CLRs written", s.Recovery.CLRsWritten)
-	row("recovery", "torn bytes", s.Recovery.TornBytes)
-	row("recovery", "damaged bytes dropped", s.Recovery.DroppedBytes)
+	row("recovery", "torn bytes", bytesIEC(s.Recovery.TornBytes))
+	row("recovery", "damaged bytes dropped", bytesIEC(s.Recovery.DroppedBytes))
 	row("recovery", "duration", s.Recovery.Duration)
 	row("gc", "rounds", s.GC.Rounds)
 	row("gc", "files rewritten", s.GC.FilesRewritten)
 	row("gc", "files retired", s.GC.FilesRetired)
 	row("gc", "files deleted", s.GC.FilesDeleted)
-	row("gc", "bytes written", s.GC.BytesWritten)
-	row("gc", "bytes reclaimed", s.GC.BytesReclaimed)
-	row("gc", "data bytes", s.GC.DataBytes)
-	row("gc", "live bytes", s.GC.LiveBytes)
+	row("gc", "bytes written", bytesIEC(s.GC.BytesWritten))
+	row("gc", "bytes reclaimed", bytesIEC(s.GC.BytesReclaimed))
+	row("gc", "data bytes", bytesIEC(s.GC.DataBytes))
+	row("gc", "live bytes", bytesIEC(s.GC.LiveBytes))
 	row("gc", "space amp", fmt.Sprintf("%.2f", s.GC.SpaceAmplification))
-	row("tree", "pages", s.Tree.Pages)
-	row("tree", "leaves", s.Tree.Leaves)
+	row("tree", "pages", count(s.Tree.Pages))
+	row("tree", "leaves", count(s.Tree.Leaves))
 	row("tree", "depth", s.Tree.Depth)
 	row("tree", "chain histogram", s.Tree.ChainHist)
-	row("tree", "bytes", s.Tree.Bytes)
-	row("tree", "consolidations", s.Tree.Consolidations)
-	row("tree", "splits", s.Tree.Splits)
+	row("tree", "bytes", bytesIEC(s.Tree.Bytes))
+	row("tree", "consolidations", count(s.Tree.Consolidations))
+	row("tree", "splits", count(s.Tree.Splits))
 	row("tree", "root splits", s.Tree.RootSplits)
 	row("tree", "merges", s.Tree.Merges)
-	row("cache", "bytes", s.Cache.Bytes)
-	row("cache", "stub bytes", s.Cache.StubBytes)
-	row("cache", "inner bytes", s.Cache.InnerBytes)
-	row("cache", "hits", s.Cache.Hits)
-	row("cache", "misses", s.Cache.Misses)
-	row("cache", "evictions", s.Cache.Evictions)
+	row("cache", "bytes", bytesIEC(s.Cache.Bytes))
+	row("cache", "stub bytes", bytesIEC(s.Cache.StubBytes))
+	row("cache", "inner bytes", bytesIEC(s.Cache.InnerBytes))
+	row("cache", "hits", count(s.Cache.Hits))
+	row("cache", "misses", count(s.Cache.Misses))
+	row("cache", "evictions", count(s.Cache.Evictions))
 	row("cache", "compactions", s.Cache.Compactions)
-	row("txn", "commits", s.Txn.Commits)
-	row("txn", "aborts", s.Txn.Aborts)
-	row("txn", "conflicts", s.Txn.Conflicts)
+	row("txn", "commits", count(s.Txn.Commits))
+	row("txn", "aborts", count(s.Txn.Aborts))
+	row("txn", "conflicts", count(s.Txn.Conflicts))
 	row("txn", "too old", s.Txn.TooOld)
+	row("txn", "deadlocks", s.Txn.Deadlocks)
+	row("txn", "lock timeouts", s.Txn.LockTimeouts)
 	row("txn", "open", s.Txn.Open)
 	row("txn", "oldest txn age", s.Txn.OldestTxnAge)
 	row("txn", "oldest snapshot age", s.Txn.OldestSnapshotAge)

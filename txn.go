@@ -1,9 +1,11 @@
 package bwkv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/failpoints"
@@ -33,6 +35,23 @@ type Txn struct {
 	// tooOld is set when the engine rolled the txn back for pinning the
 	// log more than MaxTxnLag bytes behind the head.
 	tooOld bool
+
+	// ctx (nil: none) ends lock waits early (UpdateContext); deadline,
+	// when set, bounds every lock wait of the txn instead of a fresh
+	// LockTimeout per write (the one-op writes share one budget).
+	// Both are set before the txn is handed out and never change.
+	ctx      context.Context
+	deadline time.Time
+	// update marks a txn run by Update, blind a one-op write (DB.Put,
+	// DB.Delete: it reads nothing, so a version committed after its
+	// start is no conflict for it). holdStripe is the hot stripe (hot.go)
+	// the Update holds for this attempt, plus one (0: none; -1: none and
+	// never restart for one); wantStripe,
+	// set when the txn was restarted to queue on a hot key, the stripe
+	// the next attempt must hold, plus one. Set before the txn is handed
+	// to fn / written, or under mu.
+	update, blind          bool
+	holdStripe, wantStripe int
 }
 
 // undo is what a rollback needs to compensate one write: the key and the
@@ -120,26 +139,107 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 	if tx.db.readOnly.Load() {
 		return tx.db.errReadOnly()
 	}
-	me, start := tx.st.ID, tx.st.ID
-	mv := tx.db.mv
 	defer tx.db.afterWrite()
+	stripe := -1
+	if tx.update {
+		stripe = stripeOf(key)
+		if tx.holdStripe == 0 && tx.db.isHot(stripe) {
+			// (holdStripe < 0: a wait for a stripe timed out; no restart.)
+			// Queue behind the key's other writers instead of racing
+			// them (hot.go): Update restarts this txn holding the stripe.
+			tx.db.markHot(stripe)
+			tx.wantStripe = stripe + 1
+			tx.doomed = ErrConflict
+			tx.db.stats.hotRestarts.Add(1)
+			return ErrConflict
+		}
+	}
+	markHot := func() {
+		if stripe < 0 {
+			stripe = stripeOf(key)
+		}
+		tx.db.markHot(stripe)
+	}
+	deadline := tx.deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(tx.db.opts.LockTimeout)
+	}
+	for {
+		holder, err := tx.writeOnce(key, value, del)
+		if holder == nil {
+			if err == ErrConflict {
+				markHot()
+				tx.doom()
+			}
+			return err
+		}
+		markHot()
+		// Another active txn holds the key: wait for it to end with no
+		// page lock held, and without the txn's own mutex, so Close and
+		// the checkpointer's too-old scan never wait behind a waiter.
+		tx.mu.Unlock()
+		res := mvcc.WaitFor(tx.ctx, tx.st, holder, deadline)
+		tx.mu.Lock()
+		if err := tx.usable(); err != nil {
+			return err
+		}
+		switch res {
+		case mvcc.WaitEnded:
+			continue // on its rollback proceed; on its commit the check now fails
+		case mvcc.WaitCanceled:
+			// The txn cannot know whether the write would have gone
+			// through: it is doomed like after a conflict.
+			tx.doom()
+			return fmt.Errorf("bwkv: waiting for a lock: %w", context.Cause(tx.ctx))
+		case mvcc.WaitDeadlock:
+			tx.db.stats.deadlocks.Add(1)
+		default:
+			tx.db.stats.lockTimeouts.Add(1)
+		}
+		tx.doom()
+		return ErrConflict
+	}
+}
+
+// doom marks the txn failed by a conflict: every later call returns
+// ErrConflict. Called with tx.mu held.
+func (tx *Txn) doom() {
+	tx.doomed = ErrConflict
+	tx.db.stats.conflicts.Add(1)
+}
+
+// writeOnce runs the conflict check and installs the write under the page
+// lock. It returns a non-nil holder when another active txn's uncommitted
+// version of key blocks the write (nothing was logged or installed).
+func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
+	me, start := tx.st.ID, tx.st.ID
+	if tx.blind {
+		// Reading nothing, a one-op write is ordered after every commit
+		// so far: only an uncommitted version stops it.
+		start = ^uint64(0)
+	}
+	mv := tx.db.mv
 	var u undo
+	var holder *mvcc.Txn
 	err := tx.db.tree.Write(key, func(p *node.Page) (*delta.Delta, error) {
-		conflict := false
+		verdict := mvcc.CheckOK
 		u = undo{}
 		p.Versions(key, func(v node.Version) bool {
-			skip, c := mv.WriteCheck(v.TxID, me, start)
-			if skip {
+			c, h := mv.WriteCheck(v.TxID, me, start)
+			if c == mvcc.CheckSkip {
 				return true
 			}
-			conflict = c
-			if !c && v.Flags&delta.Tombstone == 0 {
+			verdict, holder = c, h
+			if c == mvcc.CheckOK && v.Flags&delta.Tombstone == 0 {
 				u.old, u.hasOld = v.Value, true
 			}
 			return false
 		})
-		if conflict {
+		switch verdict {
+		case mvcc.CheckConflict:
 			return nil, ErrConflict
+		case mvcc.CheckWait:
+			return nil, nil // no delta: the page lock is released, nothing installed
 		}
 		rec := wal.Record{TxID: wal.TxID(me), Key: key}
 		flags := delta.Flags(0)
@@ -163,14 +263,13 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		return d, nil
 	})
 	if err != nil {
-		if err == ErrConflict {
-			tx.doomed = ErrConflict
-			tx.db.stats.conflicts.Add(1)
-		}
-		return err
+		return nil, err
+	}
+	if holder != nil {
+		return holder, nil
 	}
 	tx.writes = append(tx.writes, u)
-	return nil
+	return nil, nil
 }
 
 // NewIter returns an iterator over this transaction's view, its own writes
@@ -185,7 +284,7 @@ func (tx *Txn) NewIter(o *IterOptions) (*Iter, error) {
 		tx.mu.Lock()
 		defer tx.mu.Unlock()
 		return tx.usable()
-	}), nil
+	})
 }
 
 // Commit makes the transaction's writes visible atomically. A doomed
@@ -349,4 +448,11 @@ func (db *DB) forget(tx *Txn) {
 	db.txMu.Lock()
 	delete(db.txns, tx)
 	db.txMu.Unlock()
+}
+
+// wantStripeLocked returns the stripe a restart asked for (see Txn).
+func (tx *Txn) wantStripeLocked() int {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	return tx.wantStripe
 }

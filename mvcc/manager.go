@@ -30,7 +30,7 @@ type Txn struct {
 	// Began is the wall-clock start, for Stats' oldest-txn age.
 	Began time.Time
 
-	mu       sync.Mutex // held across the commit_ts draw-and-publish step
+	mu       sync.Mutex // held across the commit_ts draw-and-publish step; guards ended and done
 	state    atomic.Uint32
 	commitTS atomic.Uint64
 	// doneTS is drawn after an aborted txn's last compensation; the txn
@@ -41,6 +41,16 @@ type Txn struct {
 
 	// Reg is the txn's registry slot (its start timestamp).
 	Reg Reg
+
+	// ended is set, and done (made by the first waiter, so a txn nobody
+	// waits for allocates nothing) closed, when the txn reaches a final
+	// state: committed, aborted with its compensations installed, or in
+	// doubt. Guarded by mu.
+	ended bool
+	done  chan struct{}
+	// waitingFor is the txn this one waits for (nil: none): the edges of
+	// the wait-for graph that deadlock detection walks (wait.go).
+	waitingFor atomic.Pointer[Txn]
 }
 
 // State returns the txn's current state.
@@ -161,6 +171,7 @@ func (m *Manager) Commit(t *Txn) uint64 {
 	c := m.ts.Add(1)
 	t.commitTS.Store(c)
 	t.state.Store(uint32(Committed))
+	t.endLocked()
 	t.mu.Unlock()
 	m.reg.Unregister(&t.Reg)
 	return c
@@ -170,6 +181,7 @@ func (m *Manager) Commit(t *Txn) uint64 {
 func (m *Manager) SetInDoubt(t *Txn) {
 	t.mu.Lock()
 	t.state.Store(uint32(InDoubt))
+	t.endLocked()
 	t.mu.Unlock()
 	m.reg.Unregister(&t.Reg)
 }
@@ -184,6 +196,9 @@ func (m *Manager) SetAborted(t *Txn) { t.state.Store(uint32(Aborted)) }
 func (m *Manager) FinishAbort(t *Txn, endEnd uint64) {
 	t.endLSN.Store(endEnd)
 	t.doneTS.Store(m.ts.Add(1))
+	t.mu.Lock()
+	t.endLocked()
+	t.mu.Unlock()
 	m.reg.Unregister(&t.Reg)
 }
 
@@ -210,25 +225,51 @@ func (m *Manager) visible(id, me, start uint64) bool {
 	}
 }
 
+// Check is WriteCheck's verdict on one version of a key.
+type Check int
+
+// WriteCheck verdicts.
+const (
+	// CheckOK: the version is committed before the writer's start (or its
+	// own): the write may proceed.
+	CheckOK Check = iota
+	// CheckSkip: the version belongs to an aborted txn; the caller looks
+	// at the next older one.
+	CheckSkip
+	// CheckConflict: first committer wins refuses the write (the version
+	// committed after the writer's start, or its txn is in doubt and
+	// never ends before reopen).
+	CheckConflict
+	// CheckWait: the version belongs to another active or committing txn;
+	// the writer waits for it to end (WaitFor) and checks again.
+	CheckWait
+)
+
 // WriteCheck classifies the newest remaining version (written by id) of a
-// key that txn me (started at start) wants to write: skip means the version
-// belongs to an aborted txn and the caller looks at the next older one;
-// conflict means first-writer-wins refuses the write.
-func (m *Manager) WriteCheck(id, me, start uint64) (skip, conflict bool) {
+// key that txn me (started at start) wants to write. For CheckWait it also
+// returns the holder's status record.
+func (m *Manager) WriteCheck(id, me, start uint64) (Check, *Txn) {
 	if id == me || id < m.low.Load() {
-		return false, false
+		return CheckOK, nil
 	}
 	t, ok := m.status.Load(id)
 	if !ok {
-		return false, false
+		return CheckOK, nil
 	}
 	switch State(t.state.Load()) {
 	case Aborted:
-		return true, false
+		return CheckSkip, nil
 	case Committed:
-		return false, t.commitTS.Load() > start
-	default: // active, committing, in doubt
-		return false, true
+		if t.commitTS.Load() > start {
+			return CheckConflict, nil
+		}
+		return CheckOK, nil
+	case Active, Committing:
+		// A committing txn ends within its commit's fsync; waiting lets
+		// a writer that does not conflict with it (a blind write) go on.
+		return CheckWait, t
+	default: // in doubt: it never ends before reopen
+		return CheckConflict, nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 const slotsPerShard = 8
@@ -16,7 +17,10 @@ const provisional = 1 << 63
 
 type paddedSlot struct {
 	v atomic.Uint64 // 0: free; else (start or lower bound) + 1, maybe | provisional
-	_ [56]byte
+	// since is the registration's wall-clock time (unix nanos) for
+	// Stats' oldest-reader age; 0 while being claimed or freed.
+	since atomic.Int64
+	_     [48]byte
 }
 
 type shard struct {
@@ -28,12 +32,18 @@ type Registry struct {
 	shards []shard
 
 	overMu   sync.Mutex
-	overflow map[*Reg]uint64 // registrations that found no free slot
+	overflow map[*Reg]overReg // registrations that found no free slot
+}
+
+// overReg is an overflow registration: its slot value and its time.
+type overReg struct {
+	v     uint64 // as paddedSlot.v
+	since int64
 }
 
 // Reg is one registration. The zero value is unregistered.
 type Reg struct {
-	slot *atomic.Uint64
+	slot *paddedSlot
 	over bool
 }
 
@@ -43,7 +53,7 @@ func NewRegistry() *Registry {
 	if n < 16 {
 		n = 16
 	}
-	return &Registry{shards: make([]shard, n), overflow: make(map[*Reg]uint64)}
+	return &Registry{shards: make([]shard, n), overflow: make(map[*Reg]overReg)}
 }
 
 // Register stores lowerBound (which must be <= the start the caller samples
@@ -56,15 +66,16 @@ func (r *Registry) Register(g *Reg, lowerBound uint64) {
 	for probe := uint32(0); probe < n; probe++ {
 		sh := &r.shards[(s+probe)%n]
 		for i := range sh.slots {
-			sl := &sh.slots[i].v
-			if sl.Load() == 0 && sl.CompareAndSwap(0, v) {
+			sl := &sh.slots[i]
+			if sl.v.Load() == 0 && sl.v.CompareAndSwap(0, v) {
+				sl.since.Store(time.Now().UnixNano())
 				g.slot = sl
 				return
 			}
 		}
 	}
 	r.overMu.Lock()
-	r.overflow[g] = v
+	r.overflow[g] = overReg{v, time.Now().UnixNano()}
 	g.over = true
 	r.overMu.Unlock()
 }
@@ -75,12 +86,14 @@ func (r *Registry) Register(g *Reg, lowerBound uint64) {
 // everything newer than the bound (node.Retention). O(1).
 func (r *Registry) Settle(g *Reg, start uint64) {
 	if g.slot != nil {
-		g.slot.Store(start + 1)
+		g.slot.v.Store(start + 1)
 		return
 	}
 	if g.over {
 		r.overMu.Lock()
-		r.overflow[g] = start + 1
+		o := r.overflow[g]
+		o.v = start + 1
+		r.overflow[g] = o
 		r.overMu.Unlock()
 	}
 }
@@ -88,7 +101,8 @@ func (r *Registry) Settle(g *Reg, start uint64) {
 // Unregister releases g's slot.
 func (r *Registry) Unregister(g *Reg) {
 	if g.slot != nil {
-		g.slot.Store(0)
+		g.slot.since.Store(0) // before the slot is free for another claim
+		g.slot.v.Store(0)
 		g.slot = nil
 		return
 	}
@@ -113,8 +127,8 @@ func (r *Registry) Min(limit uint64) uint64 {
 		}
 	}
 	r.overMu.Lock()
-	for _, v := range r.overflow {
-		if v := v &^ provisional; v-1 < m {
+	for _, o := range r.overflow {
+		if v := o.v &^ provisional; v-1 < m {
 			m = v - 1
 		}
 	}
@@ -144,9 +158,36 @@ func (r *Registry) Starts(dst []uint64, limit uint64) ([]uint64, uint64) {
 		}
 	}
 	r.overMu.Lock()
-	for _, v := range r.overflow {
-		add(v)
+	for _, o := range r.overflow {
+		add(o.v)
 	}
 	r.overMu.Unlock()
 	return dst, p
+}
+
+// OldestSince returns the registration time of the oldest live
+// registration (snapshot or txn), or the zero time if none. It scans every
+// slot: for Stats, not for hot paths. A registration being claimed right
+// now may be missed.
+func (r *Registry) OldestSince() time.Time {
+	var m int64
+	for i := range r.shards {
+		sh := &r.shards[i]
+		for j := range sh.slots {
+			if t := sh.slots[j].since.Load(); t != 0 && (m == 0 || t < m) {
+				m = t
+			}
+		}
+	}
+	r.overMu.Lock()
+	for _, o := range r.overflow {
+		if m == 0 || o.since < m {
+			m = o.since
+		}
+	}
+	r.overMu.Unlock()
+	if m == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, m)
 }

@@ -59,6 +59,8 @@ type Env struct {
 // Stats counts structure modifications.
 type Stats struct {
 	Consolidations, Splits, RootSplits, Merges, Restarts, Loads uint64
+	// Hits counts page visits that found the page resident.
+	Hits uint64
 }
 
 // Tree is a B-link Bw-tree. All methods are safe for concurrent use.
@@ -68,6 +70,7 @@ type Tree struct {
 	env Env
 
 	consolidations, splits, rootSplits, merges, restarts, loads atomic.Uint64
+	hits                                                        hitCounter
 	// stubBytes is the memory of resident stubs (node.Stub.Own).
 	stubBytes atomic.Int64
 }
@@ -95,6 +98,7 @@ func (t *Tree) Stats() Stats {
 		Merges:         t.merges.Load(),
 		Restarts:       t.restarts.Load(),
 		Loads:          t.loads.Load(),
+		Hits:           t.hits.sum(),
 	}
 }
 
@@ -129,6 +133,7 @@ func (t *Tree) load(pid pagetable.PID) (*node.Page, error) {
 	}
 	if p := slot.Load(); p != nil {
 		slot.Touched()
+		t.hits.add()
 		return p, nil
 	}
 	return t.loadSlow(slot, pid)

@@ -1,0 +1,102 @@
+package bwkv
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+	"time"
+)
+
+// Hot keys and Update's fairness.
+//
+// Snapshot isolation refuses a read-modify-write whose key committed after
+// the txn began. On a key that many goroutines increment, someone holds it
+// almost all the time, so a txn that begins while it is held is bound to
+// lose: it waits for the holder, the holder commits, the waiter gets
+// ErrConflict. Retrying with backoff alone is a lottery that favours the
+// goroutine that just won (it is running and begins its next attempt before
+// the woken losers are scheduled), so a loser can lose every one of its
+// MaxUpdateRetries attempts.
+//
+// Update therefore queues writers of a contended key instead of letting
+// them race: keys hash to hotStripes stripes, each a one-slot semaphore
+// plus the time of the last contention seen on one of its keys. An Update txn that is about
+// to write a key whose stripe saw contention recently, and holds no stripe,
+// is restarted (it has installed nothing for that key; its other writes are
+// rolled back) and its next attempts run with that stripe held from before
+// Begin. Writers of one hot key then take turns in FIFO order, each
+// beginning after the previous one committed, so they do not conflict.
+// The one-op writes (DB.Put, DB.Delete) of a hot key take its stripe too.
+//
+// No deadlock: a txn holds at most one stripe, taken before Begin with no
+// key locked, and waits for a stripe at most LockTimeout, then goes on
+// without it (a goroutine may already hold that stripe itself, e.g. a
+// db.Put inside an Update's fn); a stripe holder may wait for a key lock,
+// bounded by LockTimeout and deadlock detection.
+// Cost: O(1) per write (a hash and an atomic load); Txns of plain Begin
+// and the one-op writes are never restarted.
+
+const hotStripes = 256
+
+// hotWindow is how long a stripe counts as contended after the last wait,
+// conflict or restart on one of its keys.
+const hotWindow = 20 * time.Millisecond
+
+type hotStripe struct {
+	// sem is a one-slot semaphore (a send takes it, a receive frees it):
+	// blocked senders are served in FIFO order, and unlike a mutex a
+	// taker can give up after a timeout.
+	sem  chan struct{}
+	last atomic.Int64 // unix nanos of the last contention; 0: never
+	_    [48]byte     // one stripe per cache line
+}
+
+func (db *DB) initHot() {
+	for i := range db.hot {
+		db.hot[i].sem = make(chan struct{}, 1)
+	}
+}
+
+// takeStripe waits for stripe s, for at most LockTimeout or until ctx (nil:
+// none) ends. A caller that gives up goes on without the stripe: a
+// stripe is never needed for correctness, and a goroutine that already
+// holds one (a db.Put inside an Update's fn, or two keys on one stripe)
+// must not wait for itself forever.
+func (db *DB) takeStripe(s int, done <-chan struct{}) bool {
+	sem := db.hot[s].sem
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+	}
+	if db.opts.LockTimeout <= 0 {
+		return false
+	}
+	t := time.NewTimer(db.opts.LockTimeout)
+	defer t.Stop()
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-done:
+	}
+	return false
+}
+
+func (db *DB) releaseStripe(s int) { <-db.hot[s].sem }
+
+var hotSeed = maphash.MakeSeed()
+
+func stripeOf(key []byte) int {
+	return int(maphash.Bytes(hotSeed, key) % hotStripes)
+}
+
+// markHot records contention on key's stripe.
+func (db *DB) markHot(s int) {
+	db.hot[s].last.Store(time.Now().UnixNano())
+}
+
+// isHot reports whether key's stripe saw contention within hotWindow.
+func (db *DB) isHot(s int) bool {
+	last := db.hot[s].last.Load()
+	return last != 0 && time.Now().UnixNano()-last < int64(hotWindow)
+}

@@ -1,0 +1,383 @@
+package bwkv_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bwkv/bwkv"
+)
+
+// Lock waits (a write meeting another txn's uncommitted version waits for
+// that txn), Update's retries and the blind one-op writes.
+
+// waitForWaiter blocks until tx waits for another txn's lock. The bound is
+// a generous hang detector, not a timing assertion.
+func waitForWaiter(t *testing.T, tx *bwkv.Txn) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !bwkv.TxnWaiting(tx); {
+		if time.Now().After(end) {
+			t.Fatal("txn never started waiting")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func TestWaiterProceedsOnRollback(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: time.Minute})
+	mustPut(t, db, "x", "0")
+	holder, waiter := mustBegin(t, db), mustBegin(t, db)
+	mustPut(t, holder, "x", "holder")
+	res := make(chan error, 1)
+	go func() { res <- waiter.Put([]byte("x"), []byte("waiter")) }()
+	waitForWaiter(t, waiter)
+	select {
+	case err := <-res:
+		t.Fatalf("write returned while the holder is open: %v", err)
+	default:
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatalf("waiter after the holder's rollback: %v", err)
+	}
+	if err := waiter.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantValue(t, db.Get, "x", "waiter")
+	// The waiter's undo record holds the committed value the rollback
+	// restored, not the holder's: rolling a later writer back shows it.
+	w2 := mustBegin(t, db)
+	mustPut(t, w2, "x", "w2")
+	w2.Rollback()
+	wantValue(t, db.Get, "x", "waiter")
+}
+
+func TestWaiterConflictsOnCommit(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: time.Minute})
+	holder, waiter := mustBegin(t, db), mustBegin(t, db)
+	mustPut(t, holder, "x", "holder")
+	res := make(chan error, 1)
+	start := time.Now()
+	go func() { res <- waiter.Delete([]byte("x")) }()
+	waitForWaiter(t, waiter)
+	if err := holder.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("waiter after the holder's commit: %v, want ErrConflict", err)
+	}
+	// Woken by the commit, not by the one-minute timeout (generous bound).
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("waiter returned after %v", d)
+	}
+	if _, err := waiter.Get([]byte("x")); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("doomed txn get: %v, want ErrConflict", err)
+	}
+	if err := waiter.Commit(); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("doomed txn commit: %v, want ErrConflict", err)
+	}
+	wantValue(t, db.Get, "x", "holder")
+}
+
+func TestDeadlockFailsAtOnce(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: time.Minute})
+	t1, t2 := mustBegin(t, db), mustBegin(t, db)
+	mustPut(t, t1, "a", "1")
+	mustPut(t, t2, "b", "2")
+	res := make(chan error, 1)
+	go func() { res <- t1.Put([]byte("b"), []byte("1")) }()
+	waitForWaiter(t, t1)
+	start := time.Now()
+	err := t2.Put([]byte("a"), []byte("2"))
+	if !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("closing the cycle: %v, want ErrConflict", err)
+	}
+	// At once, not after the one-minute LockTimeout (generous bound).
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("deadlock reported after %v", d)
+	}
+	if err := t2.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; err != nil {
+		t.Fatalf("the survivor's write after the victim rolled back: %v", err)
+	}
+	if err := t1.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantValue(t, db.Get, "a", "1")
+	wantValue(t, db.Get, "b", "1")
+	if n := db.Stats().Txn.Deadlocks; n != 1 {
+		t.Fatalf("Stats.Txn.Deadlocks = %d, want 1", n)
+	}
+}
+
+// A three-txn cycle is found as well (the chain is walked, not one edge).
+func TestDeadlockThreeTxns(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: time.Minute})
+	t1, t2, t3 := mustBegin(t, db), mustBegin(t, db), mustBegin(t, db)
+	mustPut(t, t1, "a", "1")
+	mustPut(t, t2, "b", "2")
+	mustPut(t, t3, "c", "3")
+	r1, r2 := make(chan error, 1), make(chan error, 1)
+	go func() { r1 <- t1.Put([]byte("b"), []byte("1")) }()
+	waitForWaiter(t, t1)
+	go func() { r2 <- t2.Put([]byte("c"), []byte("2")) }()
+	waitForWaiter(t, t2)
+	if err := t3.Put([]byte("a"), []byte("3")); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("closing a 3-cycle: %v, want ErrConflict", err)
+	}
+	t3.Rollback()
+	if err := <-r2; err != nil {
+		t.Fatal(err)
+	}
+	t2.Commit()
+	if err := <-r1; !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("t1 after t2 committed b: %v, want ErrConflict", err)
+	}
+}
+
+func TestLockTimeout(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: 50 * time.Millisecond})
+	holder, waiter := mustBegin(t, db), mustBegin(t, db)
+	mustPut(t, holder, "x", "holder")
+	start := time.Now()
+	if err := waiter.Put([]byte("x"), []byte("w")); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("after LockTimeout: %v, want ErrConflict", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("gave up after %v, before LockTimeout", d)
+	}
+	// db.Put gives up after LockTimeout too, not before.
+	start = time.Now()
+	if err := db.Put([]byte("x"), []byte("one-op")); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("one-op put after LockTimeout: %v, want ErrConflict", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("one-op put gave up after %v", d)
+	}
+	holder.Commit()
+	if err := waiter.Commit(); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("doomed commit: %v", err)
+	}
+	wantValue(t, db.Get, "x", "holder")
+	if n := db.Stats().Txn.LockTimeouts; n < 2 {
+		t.Fatalf("Stats.Txn.LockTimeouts = %d, want >= 2", n)
+	}
+}
+
+// A negative LockTimeout fails at once instead of waiting.
+func TestLockTimeoutNegativeFailsAtOnce(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: -1})
+	holder, other := mustBegin(t, db), mustBegin(t, db)
+	mustPut(t, holder, "x", "holder")
+	if err := other.Put([]byte("x"), []byte("w")); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("%v, want ErrConflict", err)
+	}
+	holder.Rollback()
+	other.Rollback()
+}
+
+// The hot counter: every increment through Update succeeds and none is
+// lost. BWKV_HOT_INCREMENTS sets each goroutine's count.
+func TestHotCounterUpdate(t *testing.T) {
+	per := envInt("BWKV_HOT_INCREMENTS", hotIncrementsDefault)
+	if testing.Short() {
+		per = min(per, 500)
+	}
+	const workers = 16
+	db := openTest(t, nil)
+	key := []byte("counter")
+	var runs atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				if err := db.Update(func(tx *bwkv.Txn) error {
+					runs.Add(1)
+					return increment(tx, key)
+				}); err != nil {
+					errs <- fmt.Errorf("increment %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	v, err := db.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := binary.BigEndian.Uint64(v), uint64(workers*per); got != want {
+		t.Fatalf("counter = %d, want %d", got, want)
+	}
+	st := db.Stats().Txn
+	t.Logf("%d increments in %v (%.0f/s), fn runs %d, conflicts %d", workers*per, d,
+		float64(workers*per)/d.Seconds(), runs.Load(), st.Conflicts)
+}
+
+func increment(tx *bwkv.Txn, key []byte) error {
+	var n uint64
+	v, err := tx.Get(key)
+	switch {
+	case err == nil:
+		n = binary.BigEndian.Uint64(v)
+	case !errors.Is(err, bwkv.ErrNotFound):
+		return err
+	}
+	return tx.Put(key, binary.BigEndian.AppendUint64(nil, n+1))
+}
+
+// Blind one-op writes on one key from 16 goroutines never report a
+// conflict.
+func TestPutContentionNeverConflicts(t *testing.T) {
+	per := 2000
+	if testing.Short() {
+		per = 200
+	}
+	db := openTest(t, nil)
+	// A txn holding the key for a while makes the first one-op writes
+	// wait, then rolls back.
+	tx := mustBegin(t, db)
+	mustPut(t, tx, "hot", "held")
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	var first atomic.Value
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				var err error
+				if i%5 == 4 {
+					err = db.Delete([]byte("hot"))
+				} else {
+					err = db.Put([]byte("hot"), fmt.Appendf(nil, "%d-%d", w, i))
+				}
+				if err != nil {
+					failures.Add(1)
+					first.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	tx.Rollback()
+	wg.Wait()
+	if n := failures.Load(); n != 0 {
+		t.Fatalf("%d one-op writes failed, first: %v; stats %+v", n, first.Load(), db.Stats().Txn)
+	}
+}
+
+// commitPut writes k in a txn of its own. (Inside an Update's fn it stands
+// for another goroutine's write: a db.Put there could wait for the hot
+// stripe the Update itself holds.)
+func commitPut(t *testing.T, db *bwkv.DB, k, v string) {
+	t.Helper()
+	tx := mustBegin(t, db)
+	mustPut(t, tx, k, v)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUpdateRetryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		retries, wantRuns int
+	}{{-1, 1}, {3, 4}} {
+		t.Run(fmt.Sprint(tc.retries), func(t *testing.T) {
+			db := openTest(t, &bwkv.Options{MaxUpdateRetries: tc.retries})
+			runs := 0
+			err := db.Update(func(tx *bwkv.Txn) error {
+				runs++
+				// Someone else commits the key after this txn began.
+				commitPut(t, db, "k", fmt.Sprint(runs))
+				return tx.Put([]byte("k"), []byte("mine"))
+			})
+			// One run more is allowed: the first conflict marks the key
+			// hot, and the restart that queues the next attempt on it is
+			// not a retry.
+			if !errors.Is(err, bwkv.ErrConflict) || runs < tc.wantRuns || runs > tc.wantRuns+1 {
+				t.Fatalf("Update = %v after %d runs, want ErrConflict after %d", err, runs, tc.wantRuns)
+			}
+		})
+	}
+	// A conflict that clears is retried to success.
+	db := openTest(t, nil)
+	runs := 0
+	err := db.Update(func(tx *bwkv.Txn) error {
+		runs++
+		if runs < 3 {
+			commitPut(t, db, "k", "other")
+		}
+		return tx.Put([]byte("k"), []byte("mine"))
+	})
+	if err != nil || runs < 3 || runs > 4 {
+		t.Fatalf("Update = %v after %d runs, want success after 3", err, runs)
+	}
+	wantValue(t, db.Get, "k", "mine")
+}
+
+func TestUpdateContext(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: time.Minute})
+	holder := mustBegin(t, db)
+	mustPut(t, holder, "x", "holder")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := db.UpdateContext(ctx, func(tx *bwkv.Txn) error {
+		return tx.Put([]byte("x"), []byte("waiting"))
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("UpdateContext past its deadline: %v", err)
+	}
+	holder.Rollback()
+	wantValue(t, db.Get, "x", "")
+	if err := db.UpdateContext(ctx, func(*bwkv.Txn) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("UpdateContext with an ended context: %v", err)
+	}
+	called := false
+	if err := db.ViewContext(ctx, func(*bwkv.Snapshot) error { called = true; return nil }); !errors.Is(err, context.DeadlineExceeded) || called {
+		t.Fatalf("ViewContext with an ended context: %v (fn ran: %v)", err, called)
+	}
+	if err := db.ViewContext(context.Background(), func(s *bwkv.Snapshot) error {
+		_, err := s.Get([]byte("x"))
+		return err
+	}); !errors.Is(err, bwkv.ErrNotFound) {
+		t.Fatalf("ViewContext: %v", err)
+	}
+}
+
+// BenchmarkHotCounter measures increments of one key through Update from
+// 16 goroutines (ops/s is the committed increments per second).
+func BenchmarkHotCounter(b *testing.B) {
+	db := openTest(b, nil)
+	key := []byte("counter")
+	b.SetParallelism(8) // 8 x GOMAXPROCS goroutines
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := db.Update(func(tx *bwkv.Txn) error { return increment(tx, key) }); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	b.ReportMetric(float64(db.Stats().Txn.Conflicts)/float64(b.N), "conflicts/op")
+}
