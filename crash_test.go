@@ -289,6 +289,22 @@ func (m *crashModel) check(t *testing.T, db *bwkv.DB) map[string]string {
 	return state
 }
 
+// waitFirstCommit consumes lines until the child reports a commit ("C "),
+// its output ends, or limit passes.
+func waitFirstCommit(lines <-chan string, limit time.Duration) {
+	deadline := time.After(limit)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok || strings.HasPrefix(l, "C ") {
+				return
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
 func runChild(t *testing.T, env []string, kill func(lines <-chan string) bool) []string {
 	t.Helper()
 	return runChildStderr(t, env, os.Stderr, kill)
@@ -379,7 +395,16 @@ func TestCrashKill9(t *testing.T) {
 				lines := runChild(t, []string{
 					"BWKV_CRASH_DIR=" + dir, "BWKV_CRASH_MODE=" + mode, fmt.Sprintf("BWKV_CRASH_ROUND=%d", r),
 					"BWKV_CRASH_CKPT=" + c.ckpt,
-				}, func(<-chan string) bool { time.Sleep(delay); return true })
+				}, func(lines <-chan string) bool {
+					// The random delay runs from the child's first
+					// acknowledged commit, not from its start: on a loaded
+					// machine a child may need longer than the delay to
+					// start and open, and a round killed before any commit
+					// tests nothing.
+					waitFirstCommit(lines, 30*time.Second)
+					time.Sleep(delay)
+					return true
+				})
 				m.absorb(lines, mode == "relaxed")
 				for _, l := range lines {
 					if strings.HasPrefix(l, "C ") {

@@ -22,18 +22,18 @@ func openFDs(t testing.TB) int {
 }
 
 // TestBoundedOpenFiles: hundreds of tiny checkpoints leave hundreds of
-// data files that pages' chains reach into; with MaxOpenFiles 16 and a
+// data files that pages' chains reach into; with MaxOpenFiles 8 (4 KiB data files, so merging keeps many) and a
 // 1-byte cache (every read reloads its page from disk), the process's
 // open descriptors stay within the bound plus a few, and every read
 // succeeds. Before pool.Files every data file stayed open until retired.
 func TestBoundedOpenFiles(t *testing.T) {
-	const maxOpen = 16
+	const maxOpen = 8
 	rounds := 300
 	if testing.Short() {
 		rounds = 120
 	}
 	dir := t.TempDir()
-	o := &bwkv.Options{CacheBytes: 1, CheckpointBytes: 1 << 20, MaxOpenFiles: maxOpen, GCLiveRatio: 0.01, GCSpaceAmp: 100, Durability: bwkv.DurabilityRelaxed}
+	o := &bwkv.Options{CacheBytes: 1, CheckpointBytes: 1 << 20, DataFileBytes: 4096, MaxOpenFiles: maxOpen, GCLiveRatio: 0.01, GCSpaceAmp: 100, Durability: bwkv.DurabilityRelaxed}
 	db, err := bwkv.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
