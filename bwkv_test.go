@@ -297,7 +297,7 @@ func TestFormatOptionsPersist(t *testing.T) {
 }
 
 // TestNoGoroutineLeft: Close stops every goroutine the DB started
-// (TESTING.md layer 9), in both durability modes and after checkpoints.
+// (docs/crash-safety.md, layer 9), in both durability modes and after checkpoints.
 func TestNoGoroutineLeft(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for _, d := range []bwkv.Durability{bwkv.DurabilitySync, bwkv.DurabilityRelaxed} {

@@ -12,7 +12,7 @@ import (
 //
 // Every resident page state is accounted in the mapping table (its base
 // and chain bytes, adjusted in O(1) at each install, load and eviction).
-// CacheBytes budgets clean pages (DESIGN §2): the evictor's budget is
+// CacheBytes budgets clean pages (docs/guarantees.md): the evictor's budget is
 // CacheBytes plus the frame bytes of unpublished generations (the dirty
 // part, like a memtable beside a block cache; see unpublished). When the
 // total passes it the evictor shrinks clean leaves — pages whose every

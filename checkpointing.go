@@ -380,7 +380,7 @@ func asCorruption(err error) *CorruptionError {
 }
 
 // checkFiles verifies that the manifest names only data files that exist
-// and that no other data file remains (TESTING.md I5).
+// and that no other data file remains (docs/crash-safety.md, I5).
 func (db *DB) checkFiles() error {
 	if db.man == nil {
 		return nil

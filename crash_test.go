@@ -21,7 +21,7 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// Crash tests with a real process (TESTING.md layer 4 and invariants
+// Crash tests with a real process (docs/crash-safety.md, layer 4 and invariants
 // I1–I6). The child is this test binary re-executed with BWKV_CRASH_DIR
 // set; it reports on stdout (a pipe survives SIGKILL):
 //

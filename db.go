@@ -478,7 +478,7 @@ func (db *DB) Checkpoint() error {
 	}
 }
 
-// Check verifies the database's structure (TESTING.md I5) and returns every
+// Check verifies the database's structure (docs/crash-safety.md, I5) and returns every
 // problem found, joined. It is exact on a quiescent database; under
 // concurrent writes it retries a transient mismatch a few times.
 func (db *DB) Check(ctx context.Context) error {

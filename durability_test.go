@@ -13,7 +13,7 @@ import (
 	"github.com/bwkv/bwkv/vfs"
 )
 
-// Power-loss and I/O-error sweeps (TESTING.md layers 5 and 6), and the
+// Power-loss and I/O-error sweeps (docs/crash-safety.md, layers 5 and 6), and the
 // log's bad-input cases at the DB level (layer 7).
 
 // seqWorkload runs a deterministic single-threaded workload and returns

@@ -16,7 +16,7 @@ import (
 	"github.com/bwkv/bwkv/pool"
 )
 
-// The root's side of the data-file GC (DESIGN §8; the gc package holds
+// The root's side of the data-file GC (docs/crash-safety.md; the gc package holds
 // the accounting, the victim choice and the rewrite protocol): the
 // bounded reference-counted data-file cache (pool.Files), the reads that retry when a rewrite
 // moved an address, and the round the checkpointer runs after a publish.
@@ -130,7 +130,7 @@ func (db *DB) collectGarbage(force bool) bool {
 func (db *DB) gcPublished() { db.gc.due.Store(true) }
 
 // gcLoaded is the page loader's hook: the chain it read is the page's
-// durable chain (DESIGN §8 accounting).
+// durable chain (docs/crash-safety.md accounting).
 func (db *DB) gcLoaded(pid pagetable.PID, c gc.Chain) {
 	if db.gc.ledger != nil {
 		db.gc.ledger.Loaded(uint64(pid), c)

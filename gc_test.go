@@ -246,7 +246,7 @@ func gcWorkload(db *bwkv.DB, n int, onAck func(int)) seqRun {
 	})
 }
 
-// TestGCPowerLoss is TESTING.md layer 5 for a workload whose checkpoints
+// TestGCPowerLoss is docs/crash-safety.md, layer 5 for a workload whose checkpoints
 // keep rewriting and deleting data files: a crash clone at every k-th
 // operation (keeping none, half or all unsynced data, torn last writes)
 // reopens to a prefix of the commits with no orphan file (I1, I4, I5),
@@ -403,7 +403,7 @@ func frameCodecs(t *testing.T, fs vfs.FS, dir string) (plain, packed int) {
 	return plain, packed
 }
 
-// TestGCIOErrors is TESTING.md layer 6 for the GC workload: the i-th file
+// TestGCIOErrors is docs/crash-safety.md, layer 6 for the GC workload: the i-th file
 // operation fails (EIO, ENOSPC, short write). A failed checkpoint or GC
 // step is a background error, never corruption: commits go on unless an
 // fsync failed (then ErrReadOnly), and the directory reopens to the acknowledged state with no

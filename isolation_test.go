@@ -14,7 +14,7 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// Isolation anomaly tests (TESTING.md layer 2), named after Adya's
+// Isolation anomaly tests (docs/crash-safety.md, layer 2), named after Adya's
 // phenomena and Berenson et al.'s P4.
 
 func mustBegin(t *testing.T, db *bwkv.DB) *bwkv.Txn {

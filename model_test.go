@@ -14,7 +14,7 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// The model-based randomized test (TESTING.md layer 1). Round counts come
+// The model-based randomized test (docs/crash-safety.md, layer 1). Round counts come
 // from BWKV_MODEL_SEEDS and BWKV_MODEL_OPS (CI defaults below); -model.seed
 // replays one seed.
 var modelSeed = flag.Uint64("model.seed", 0, "run only this model-test seed")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # prod_test.sh [fast|stress|chaos|mutants|all] [parallel]
 #
-# bwkv's crash and fault-injection suite (TESTING.md). Every step runs
+# bwkv's crash and fault-injection suite (docs/crash-safety.md). Every step runs
 # under timeout with -count=1; failures are collected and listed at the end
 # and the exit code is non-zero on any. A flaky recovery is a bug: nothing
 # is retried. Round counts come from environment variables (defaults here

@@ -8,7 +8,7 @@ import (
 	"github.com/bwkv/bwkv/wal"
 )
 
-// Settling an idle database (DESIGN §8: space converges once writes
+// Settling an idle database (docs/crash-safety.md: space converges once writes
 // stop). Checkpoints are triggered by dirty bytes, so without this an idle
 // database would keep its last dirty generation only in the log (with the
 // full old values of every update) and its junk until the next burst of
@@ -75,7 +75,7 @@ func (db *DB) settle() {
 	}
 	if err := db.rotateCovered(); err != nil {
 		if errors.Is(err, wal.ErrFailed) {
-			db.degrade(err) // a failed log fsync is never retried (DESIGN §6)
+			db.degrade(err) // a failed log fsync is never retried (docs/formats.md)
 			return
 		}
 		db.stats.bgErrors.Add(1)

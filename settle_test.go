@@ -10,7 +10,7 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// TestSettledSpace is DESIGN §8's convergence claim, measured like a user:
+// TestSettledSpace is docs/crash-safety.md's convergence claim, measured like a user:
 // random overwrites of a fixed key set, then no writes and no calls; within
 // 60 s the whole directory (data files, log, manifest) is at most 1.3x the
 // logical live bytes (keys plus latest values). The default run is small;
@@ -68,7 +68,7 @@ func testSettledSpace(t *testing.T, keys, valSize, rounds int, o bwkv.Options) {
 		live += int64(n)
 	}
 	t.Logf("%d x %d B x %d rounds written in %v; live %d bytes", keys, valSize, rounds, time.Since(start), live)
-	// A hang detector, not a performance assertion: DESIGN §8 promises
+	// A hang detector, not a performance assertion: docs/crash-safety.md promises
 	// 1.3x within 60 s of the last write.
 	last := time.Now()
 	var total int64

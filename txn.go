@@ -377,7 +377,7 @@ func (tx *Txn) Rollback() error {
 }
 
 // rollback walks the writes newest first and installs a compensation (CLR)
-// carrying each old value, then finishes the abort (DESIGN §4).
+// carrying each old value, then finishes the abort (docs/guarantees.md).
 func (tx *Txn) rollback(count bool) error {
 	tx.mu.Lock()
 	if tx.done {

@@ -10,7 +10,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// bbolt settings (BENCH.md fairness): one bucket in one file; bbolt does not
+// bbolt settings (bench/README.md fairness): one bucket in one file; bbolt does not
 // compress and has no cache of its own (it reads through mmap, so the OS
 // page cache is its cache and the shared budget does not apply). Relaxed
 // maps to NoSync=true (no fsync at commit; note that bbolt documents NoSync

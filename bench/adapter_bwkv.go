@@ -7,11 +7,11 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// bwkv settings (BENCH.md fairness): CompressionNone, CacheBytes = the
+// bwkv settings (bench/README.md fairness): CompressionNone, CacheBytes = the
 // shared budget, no value separation (bwkv has no blob files yet),
 // Durability Relaxed / Sync. Updates are read-modify-write transactions;
 // ErrConflict counts in err_op. Reads use a fresh snapshot each (the hot
-// path DESIGN.md §2 promises allocation-free) and GetAppend into the
+// path docs/guarantees.md promises allocation-free) and GetAppend into the
 // worker's buffer. Settle is DB.Checkpoint. Everything else is the engine's
 // default.
 
@@ -158,7 +158,7 @@ func (b bwkvBatch) Rollback() error {
 	return err
 }
 
-// Settle cuts and publishes a checkpoint (DESIGN.md §5).
+// Settle cuts and publishes a checkpoint (docs/crash-safety.md).
 func (e *bwkvEngine) Settle() error { return e.db.Checkpoint() }
 
 func (e *bwkvEngine) Info() Info {

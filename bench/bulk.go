@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Gate thresholds of the bulk import (BENCH.md): the tail may grow at most
+// Gate thresholds of the bulk import (bench/README.md): the tail may grow at most
 // 2x from the first tenth of the import to the last, and the mean latency may
 // grow at most like records^0.2.
 const (
@@ -43,7 +43,7 @@ type BulkOptions struct {
 	Progress       bool
 }
 
-// DefaultBulkOptions are BENCH.md's defaults.
+// DefaultBulkOptions are the harness's defaults.
 func DefaultBulkOptions() BulkOptions {
 	return BulkOptions{
 		Records: 100000, KeySize: 32, ValueSize: 1024, Order: "seq", TxnSize: 1,

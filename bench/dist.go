@@ -43,7 +43,7 @@ func (Uniform) Name() string { return "uniform" }
 // ZipfLike is kv_bench's "zipf": id = floor(u^(1/(1-theta)) * n) for a
 // uniform u in [0,1). With theta 0.99 the exponent is 100, so id 0 alone
 // takes n^-0.01 of all picks (about 88% at n = 200k): a single-hot-key test,
-// which is why BENCH.md adds W2y.
+// which is why the harness adds W2y.
 type ZipfLike struct {
 	N     uint64
 	Theta float64

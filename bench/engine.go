@@ -65,7 +65,7 @@ func ParseReadPath(s string) (ReadPath, error) {
 	return 0, fmt.Errorf("invalid read_path %q (supported: snapshot, rw_txn)", s)
 }
 
-// Config is what every adapter receives. The fairness rules of BENCH.md live
+// Config is what every adapter receives. The fairness rules of bench/README.md live
 // here: one cache budget, one value-separation threshold, compression off
 // (adapters hard-code it), one durability mode.
 type Config struct {
@@ -100,7 +100,7 @@ type Engine interface {
 	// Read appends the value of key to dst[:0] and returns it; a missing
 	// key returns ErrNotFound. path picks snapshot or rw_txn.
 	Read(dst, key []byte, path ReadPath) ([]byte, error)
-	// Update is the read-modify-write of BENCH.md: begin, get, put, commit.
+	// Update is the read-modify-write of bench/README.md: begin, get, put, commit.
 	// A conflict is returned as an error (counted in err_op).
 	Update(key, value []byte) error
 	// Scan reads up to limit pairs from the first key >= lo and < hi,

@@ -13,11 +13,11 @@ import (
 	"time"
 )
 
-// Profile is a key/value size pair (BENCH.md: P1 16/128, P2 32/1024,
+// Profile is a key/value size pair (bench/README.md: P1 16/128, P2 32/1024,
 // P3 32/4096, P4 32/16384).
 type Profile struct{ KeySize, ValueSize int }
 
-// Profiles are BENCH.md's named profiles.
+// Profiles are the harness's named profiles.
 var Profiles = map[string]Profile{
 	"P1": {16, 128}, "P2": {32, 1024}, "P3": {32, 4096}, "P4": {32, 16384},
 }

@@ -17,7 +17,7 @@ type ReportOptions struct {
 	MaxCVP99  float64  // p99 CV above this marks a case (0.15)
 }
 
-// DefaultReportOptions are BENCH.md's gates.
+// DefaultReportOptions are the harness's gates.
 func DefaultReportOptions() ReportOptions {
 	return ReportOptions{Target: "bwkv", P99: "hdr", MaxCVOps: 0.10, MaxCVP99: 0.15}
 }

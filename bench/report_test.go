@@ -86,7 +86,7 @@ func TestCompareSynthetic(t *testing.T) {
 	if !near(all.MedOpsRatio, (1.0+2.05)/2) {
 		t.Errorf("all ops ratio %.4f", all.MedOpsRatio)
 	}
-	// Order follows BENCH.md's workload table.
+	// Order follows the harness's workload table.
 	if c.PerWorkload[0].Workload != "W1" || c.PerWorkload[2].Workload != "W6" {
 		t.Errorf("order %+v", c.PerWorkload)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Workload is one row of BENCH.md's workload table (kv_bench constants).
+// Workload is one row of the harness's workload table (kv_bench constants).
 type Workload struct {
 	ID           string
 	Mode         string // kv_bench's mode label: "mixed" or "scan"

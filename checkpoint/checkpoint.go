@@ -44,7 +44,7 @@ type Env struct {
 	// it is not yet published (Check does not call it an orphan).
 	Writing *atomic.Uint64
 	// Ledger, if set, turns the publish into junk accounting: the edit
-	// carries the files' new live bytes (DESIGN §8).
+	// carries the files' new live bytes (docs/crash-safety.md).
 	Ledger *gc.Ledger
 	// Compressor, if set, encodes the frames (nil: plain). Run is its
 	// only user while it runs.
@@ -224,7 +224,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			edit.RemovePages = append(edit.RemovePages, pid)
 		}
 	}
-	// Junk accounting goes into the same edit (DESIGN §8).
+	// Junk accounting goes into the same edit (docs/crash-safety.md).
 	var plan *gc.Plan
 	if e.Ledger != nil {
 		plan = e.Ledger.Plan(changes, st)

@@ -1,6 +1,6 @@
 // Package checkpoint is bwkv's checkpointer: it writes the sealed
 // generation's reachable frames to a data file and publishes them in the
-// manifest (DESIGN §5).
+// manifest (docs/crash-safety.md).
 //
 // Internal to bwkv; no API stability promise.
 //
@@ -49,7 +49,7 @@
 //  3. write the frames and the footer, fsync the file and the directory;
 //  4. one manifest commit: page entries and removals, the address range ->
 //     file, file stats (with Env.Ledger: the live bytes of the files whose
-//     frames the publish made junk, DESIGN §8), frontier, analysisStart,
+//     frames the publish made junk, docs/crash-safety.md), frontier, analysisStart,
 //     counters;
 //  5. mark the frames durable (generation.Publish);
 //  6. recycle log segments wholly below analysisStart.

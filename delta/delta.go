@@ -23,7 +23,7 @@ type Delta struct {
 	// Next is the next-older delta of the same page (nil: the base).
 	Next *Delta
 
-	// Frame identity, assigned under the page lock (DESIGN §5): logical
+	// Frame identity, assigned under the page lock (docs/crash-safety.md): logical
 	// address, the LSN of the record that produced it and its generation.
 	Addr uint64
 	LSN  uint64

@@ -9,7 +9,7 @@ import (
 	"slices"
 )
 
-// On-disk frames (DESIGN §5). A frame is one delta or one base page plus its
+// On-disk frames (docs/formats.md). A frame is one delta or one base page plus its
 // identity, encoded little endian as a fixed header and a payload:
 //
 //	off  size  field
@@ -134,7 +134,7 @@ func corrupt(off int, format string, args ...any) *CorruptionError {
 	return &CorruptionError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 }
 
-// Frame is one delta or one base page with its frame identity (DESIGN §5).
+// Frame is one delta or one base page with its frame identity (docs/formats.md).
 // Exactly one of Delta and Base is set.
 //
 // AppendFrame encodes the identity from the Frame's fields, not from

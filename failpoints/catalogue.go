@@ -30,7 +30,7 @@ const (
 	RecoveryUndo = "recovery_undo"
 	RecoveryEnd  = "recovery_end"
 
-	// The data-file GC's rewrite (DESIGN §8): after the stage mark is
+	// The data-file GC's rewrite (docs/crash-safety.md): after the stage mark is
 	// durable, after the new file and its directory entry are, just before
 	// and just after the manifest commit that remaps the victims, and
 	// before each unlink of a retired file.

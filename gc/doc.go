@@ -1,4 +1,4 @@
-// Package gc is bwkv's data-file garbage collector (DESIGN §8): junk
+// Package gc is bwkv's data-file garbage collector (docs/crash-safety.md): junk
 // accounting, victim choice, the crash-safe rewrite and file deletion.
 //
 // Internal to bwkv; no API stability promise.

@@ -63,7 +63,7 @@ type Change struct {
 }
 
 // Ledger keeps each page's durable chain, as far as it is known, and turns
-// checkpoint publishes into junk accounting (DESIGN §8): a frame becomes
+// checkpoint publishes into junk accounting (docs/crash-safety.md): a frame becomes
 // junk when a durable newer state of its page no longer reaches it.
 //
 // The chains come from two places: the checkpointer, which knows what it

@@ -1,5 +1,5 @@
 // Package generation holds bwkv's hot and sealed generations, the cut gate
-// and the exact dirty-page sets (DESIGN §5).
+// and the exact dirty-page sets (docs/crash-safety.md).
 //
 // Internal to bwkv; no API stability promise.
 //

@@ -1,7 +1,7 @@
 // Package manifest is bwkv's durable metadata: an append-only log of
 // CRC-checked edit records, in the style of the LevelDB and Pebble
 // MANIFEST, written through vfs so that power-loss and I/O-error tests
-// reach it (DESIGN.md §1, §5 step 4, §7, §8).
+// reach it (docs/architecture.md step 4, §7, §8).
 //
 // Internal to bwkv; no API stability promise.
 //

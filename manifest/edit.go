@@ -35,7 +35,7 @@ type FileMeta struct {
 }
 
 // FormatOptions are the format-defining options persisted at creation
-// (DESIGN.md §2): on reopen the stored values win. The zero value means
+// (docs/guarantees.md): on reopen the stored values win. The zero value means
 // "never recorded".
 type FormatOptions struct {
 	PageSplitEntries int
@@ -112,7 +112,7 @@ type Edit struct {
 
 	// StageFile marks the data file a GC rewrite is writing (HasStageFile);
 	// NoFile clears the mark. The DB's Open deletes a staged file: no range
-	// names it yet (DESIGN.md §7, §8).
+	// names it yet (docs/crash-safety.md).
 	StageFile FileID
 
 	// Page table changes.

@@ -141,7 +141,7 @@ func bytesEqualState(a, b *State) bool {
 
 // TestPowerLoss crash-clones the MemFS after every operation of the
 // workload, keeping none, some or all unsynced data with a torn last
-// write, and checks each clone (TESTING.md layer 5, invariants I1, I4, I6).
+// write, and checks each clone (docs/crash-safety.md, layer 5, invariants I1, I4, I6).
 func TestPowerLoss(t *testing.T) {
 	type crash struct {
 		fs         *vfs.MemFS
@@ -191,7 +191,7 @@ func TestPowerLoss(t *testing.T) {
 }
 
 // TestIOErrors fails the i-th operation of the workload, for every i, with
-// EIO and with a short write, then reopens the file system (TESTING.md
+// EIO and with a short write, then reopens the file system (docs/crash-safety.md
 // layer 6): every acknowledged commit is there, a commit that failed
 // cleanly is not, and an in-doubt commit is there or not, as a whole.
 func TestIOErrors(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package mvcc holds bwkv's timestamps, transaction status, visibility
-// rule, snapshot registry and watermark (DESIGN §4).
+// rule, snapshot registry and watermark (docs/guarantees.md).
 //
 // Internal to bwkv; no API stability promise.
 //

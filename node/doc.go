@@ -18,7 +18,7 @@
 // dropped with the CLR, the newest remaining one is kept unless it is a
 // tombstone, and everything older is dropped. Every live reader started
 // after every retired commit, so the newest retired version is the one each
-// of them sees when no unretired version is visible to it (DESIGN §4).
+// of them sees when no unretired version is visible to it (docs/guarantees.md).
 //
 // # Stubs
 //

@@ -6,7 +6,7 @@
 // pointers, each chunk a fixed array of slots. Growing allocates a new chunk
 // and publishes it with one atomic store, so readers never block and nothing
 // is ever copied. A slot holds an atomic pointer to the page's immutable
-// published state and the page's writer mutex (DESIGN §3: writers of one page
+// published state and the page's writer mutex (docs/architecture.md: writers of one page
 // serialize; readers take no locks).
 //
 // PID allocation and release are O(1): a LIFO stack of free PIDs plus a FIFO

@@ -1,5 +1,5 @@
 // Package pool holds bwkv's page frames on disk: the data-file format and
-// its reader and writer, through vfs (DESIGN §1, §5, §8).
+// its reader and writer, through vfs (docs/architecture.md).
 //
 // Internal to bwkv; no API stability promise.
 //
@@ -31,7 +31,7 @@
 // least a frame header long, with addresses non-zero and strictly
 // ascending and matching the footer's count, minAddr and maxAddr. A frame
 // itself is checked only when it is read: a damaged frame fails the reads
-// that touch it and nothing else (DESIGN §7).
+// that touch it and nothing else (docs/crash-safety.md).
 //
 // # Errors
 //
@@ -48,7 +48,7 @@
 // A File is immutable once OpenFile returns: ReadFrame, Lookup, Addrs and
 // Info may run concurrently from any number of goroutines (each ReadFrame
 // is one vfs ReadAt). Close must not race with them; the caller's reference
-// counting (DESIGN §8) ensures it. Records returned by ReadFrame belong to
+// counting (docs/crash-safety.md) ensures it. Records returned by ReadFrame belong to
 // the caller and alias no buffer of the package.
 //
 // Files (files.go) bounds the open data files: reference-counted handles,
@@ -58,6 +58,6 @@
 //
 // A FileWriter is used by one goroutine. It buffers frames and writes them
 // with WriteAt in large chunks; Finish writes the table and the footer but
-// does not fsync: publishing makes the data durable itself (DESIGN §5 step
+// does not fsync: publishing makes the data durable itself (docs/crash-safety.md step
 // 3: file fsync, then directory fsync).
 package pool

@@ -86,7 +86,7 @@ func checkAfterFault(t *testing.T, what string, fs vfs.FS, frames []*delta.Frame
 }
 
 // TestFilePowerLoss clones the file system after every operation of a
-// data-file write (TESTING.md layer 5), keeping none, half or all of the
+// data-file write (docs/crash-safety.md, layer 5), keeping none, half or all of the
 // unsynced writes, with and without a torn last write.
 func TestFilePowerLoss(t *testing.T) {
 	frames := faultFrames()
@@ -127,7 +127,7 @@ func TestFilePowerLoss(t *testing.T) {
 }
 
 // TestFileWriteFaults fails each mutating operation of a data-file write
-// in turn with each fault kind (TESTING.md layer 6): the writer reports
+// in turn with each fault kind (docs/crash-safety.md, layer 6): the writer reports
 // it, and what is left on disk is either a whole file or a corrupt one.
 func TestFileWriteFaults(t *testing.T) {
 	frames := faultFrames()

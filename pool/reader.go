@@ -21,7 +21,7 @@ type FileInfo struct {
 	// 0 for a file without frames).
 	MinAddr, MaxAddr uint64
 	// FrameBytes is the bytes the frames take (the offset of the table):
-	// the file's total for junk accounting (DESIGN §8).
+	// the file's total for junk accounting (docs/crash-safety.md).
 	FrameBytes int64
 	// Size is the whole file: frames, table and footer.
 	Size int64

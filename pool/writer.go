@@ -17,7 +17,7 @@ const flushBytes = 256 << 10
 // FileWriter writes one data file: frames in ascending address order, then
 // on Finish the relocation table and the footer. It is not safe for
 // concurrent use. It never syncs or closes the file: the caller fsyncs the
-// file and its directory (DESIGN §5 step 3) and closes it.
+// file and its directory (docs/crash-safety.md step 3) and closes it.
 type FileWriter struct {
 	f       vfs.File
 	buf     []byte  // encoded bytes not yet written, from file offset written

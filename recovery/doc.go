@@ -1,5 +1,5 @@
 // Package recovery is bwkv's open-time recovery: analysis, redo and undo
-// (DESIGN §7, ARIES-style, steal / no-force).
+// (docs/crash-safety.md, ARIES-style, steal / no-force).
 //
 // Internal to bwkv; no API stability promise.
 //

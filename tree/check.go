@@ -84,7 +84,7 @@ func (s *Shape) leaf(p *node.Page) {
 	s.ChainHist[b]++
 }
 
-// Check verifies the structure (TESTING.md I5): key order inside pages and
+// Check verifies the structure (docs/crash-safety.md, I5): key order inside pages and
 // within fences, fences and sibling links agree along each level, every
 // parent entry names a live child at the level below whose low fence is the
 // separator, and the children a level names appear in its order along the

@@ -38,13 +38,13 @@
 // every file and directory. CrashClone builds a new MemFS with the state a
 // power loss would leave; SetHook reports every mutating operation with a
 // running index, so a test can clone at the k-th write or sync for
-// k = 1..Ops() (TESTING.md layer 5).
+// k = 1..Ops() (docs/crash-safety.md, layer 5).
 //
 // MemFS files are Allocators too (the size grows with zeros, durable after
 // Sync like a truncate), so the power-loss tests see preallocated tails.
 //
 // NewInjector wraps any FS and fails its i-th mutating operation with EIO,
-// ENOSPC or a short write, once or from then on (TESTING.md layer 6).
+// ENOSPC or a short write, once or from then on (docs/crash-safety.md, layer 6).
 //
 // # Concurrency and memory
 //

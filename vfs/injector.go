@@ -70,7 +70,7 @@ func (e *FaultError) Unwrap() []error {
 }
 
 // Injector is an FS that wraps another and fails chosen mutating operations
-// (TESTING.md layer 6). It counts every mutating operation (create, write,
+// (docs/crash-safety.md, layer 6). It counts every mutating operation (create, write,
 // sync, truncate, rename, remove, mkdir, syncdir) whether it succeeds or
 // fails, in the order they reach the Injector, and fails the one SetFailAt
 // names (and, if sticky, every later one). A test runs a workload once to

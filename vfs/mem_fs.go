@@ -15,7 +15,7 @@ import (
 )
 
 // MemFS is an in-memory FS that models what a power loss keeps, for crash
-// tests (TESTING.md layer 5). It is safe for concurrent use.
+// tests (docs/crash-safety.md, layer 5). It is safe for concurrent use.
 //
 // Each file keeps its current contents, its contents as of the last
 // File.Sync, and the writes and truncates made since, in order. Each

@@ -112,7 +112,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, dir, what string) {
 
 // TestPowerLoss clones the file system as a power loss would leave it after
 // every operation of a workload (no, half and all unsynced data kept, torn
-// last writes) and checks each clone recovers (TESTING.md layer 5).
+// last writes) and checks each clone recovers (docs/crash-safety.md, layer 5).
 func TestPowerLoss(t *testing.T) {
 	rng := newRand(t)
 	mem := vfs.NewMem()
@@ -148,7 +148,7 @@ func TestPowerLoss(t *testing.T) {
 }
 
 // TestIOErrors fails each operation of a workload in turn with EIO, ENOSPC
-// and a short write (TESTING.md layer 6): the failing call returns an error
+// and a short write (docs/crash-safety.md, layer 6): the failing call returns an error
 // wrapping the fault, the writer stays failed, nothing acknowledged is lost
 // and the log reopens.
 func TestIOErrors(t *testing.T) {

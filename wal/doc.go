@@ -1,5 +1,5 @@
 // Package wal is bwkv's write-ahead log: the record codec, segment files,
-// group commit, replay and recycling (DESIGN §6). It knows nothing of the
+// group commit, replay and recycling (docs/formats.md). It knows nothing of the
 // index or of visibility; the root package decides what to log and when to
 // wait for durability.
 //

@@ -16,7 +16,7 @@ import (
 )
 
 // childDirEnv tells a re-executed test binary to run the crash workload in
-// that directory (TESTING.md layer 3).
+// that directory (docs/crash-safety.md, layer 3).
 const childDirEnv = "BWKV_WAL_CHILD_DIR"
 
 const childRecords = 300
