@@ -62,6 +62,9 @@ type DB struct {
 	gc    gcState // data-file GC (gc.go)
 
 	recovery RecoveryStats
+	// recovering is set while Open's recovery runs (read-only opens
+	// evict only after it).
+	recovering atomic.Bool
 	// degraded holds the error that made the DB read-only (a failed log
 	// write or fsync); nil while healthy.
 	degraded atomic.Pointer[error]

@@ -55,6 +55,8 @@ func (db *DB) recover(exists bool, from, frontier wal.LSN) error {
 		db.wal = w
 		return nil
 	}
+	db.recovering.Store(true)
+	defer db.recovering.Store(false)
 	ro := recovery.Options{WAL: db.walOptions(), From: from, Frontier: frontier, Hook: testRecoveryHook, ReadOnly: db.opts.ReadOnly}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {
