@@ -95,7 +95,14 @@ func (db *DB) cacheCheck() {
 		return
 	}
 	if db.opts.ReadOnly {
-		db.evict(64)
+		// Recovery's redo loads a stub leaf in full and then writes to
+		// it; evicting here would turn it back into a stub first and the
+		// write would load it again forever. A read-only open keeps
+		// redone pages anyway (they are dirty and never published), so
+		// eviction waits until recovery ends.
+		if !db.recovering.Load() {
+			db.evict(64)
+		}
 		return
 	}
 	select {

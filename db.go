@@ -62,6 +62,9 @@ type DB struct {
 	// log (when logCut); open records it in the manifest.
 	logEnd wal.LSN
 	logCut bool
+	// recovering is set while Open's recovery runs (read-only opens
+	// evict only after it).
+	recovering atomic.Bool
 	// degraded holds the error that made the DB read-only (a failed
 	// fsync of the log, the manifest or a data file: fatalIO); nil while
 	// healthy.

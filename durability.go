@@ -85,6 +85,8 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 		db.wal = w
 		return nil
 	}
+	db.recovering.Store(true)
+	defer db.recovering.Store(false)
 	ro := recovery.Options{
 		WAL: db.walOptions(), From: from, Frontier: frontier, Synced: wal.LSN(st.LogSynced),
 		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,

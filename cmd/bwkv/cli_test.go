@@ -198,7 +198,7 @@ func TestCLIGetPutDelScan(t *testing.T) {
 
 func TestCLIHelpAndErrors(t *testing.T) {
 	cmds := [][]string{{}, {"get"}, {"put"}, {"del"}, {"scan"}, {"dump"}, {"check"}, {"stats"},
-		{"wal", "dump"}, {"manifest", "dump"}, {"frames"}, {"backup"}, {"restore"}, {"compact"}, {"demo"}}
+		{"wal"}, {"wal", "dump"}, {"manifest"}, {"manifest", "dump"}, {"help"}, {"frames"}, {"backup"}, {"restore"}, {"compact"}, {"demo"}}
 	for _, c := range cmds {
 		r := runBin(t, append(c, "--help")...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Example") || !strings.Contains(r.stdout, "bwkv") {

@@ -114,8 +114,9 @@ func flatten(err error) []error {
 
 func walCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "wal",
-		Short: "Inspect the write-ahead log",
+		Use:     "wal",
+		Short:   "Inspect the write-ahead log",
+		Example: `  bwkv wal dump /tmp/db`,
 	}
 	c.AddCommand(&cobra.Command{
 		Use:   "dump DIR",
@@ -184,8 +185,9 @@ func quote(b []byte) string {
 
 func manifestCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "manifest",
-		Short: "Inspect the manifest",
+		Use:     "manifest",
+		Short:   "Inspect the manifest",
+		Example: `  bwkv manifest dump /tmp/db`,
 	}
 	c.AddCommand(&cobra.Command{
 		Use:     "dump DIR",

@@ -74,6 +74,12 @@ other, but not beside a process that has the database open for writing.`,
 	root.AddCommand(getCmd(), putCmd(), delCmd(), scanCmd(), dumpCmd(),
 		checkCmd(), statsCmd(), walCmd(), manifestCmd(), framesCmd(),
 		backupCmd(), restoreCmd(), compactCmd(), demoCmd())
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Example = "  bwkv help scan"
+		}
+	}
 	return root
 }
 
