@@ -95,8 +95,30 @@ func fpCase(t *testing.T, name, act string, n int) {
 		// nothing past the frontier).
 		env[2] = "BWKV_CRASH_CKPT="
 	}
-	lines := runChild(t, append(env, "BWKV_CRASH_ROUND=1"), func(<-chan string) bool {
-		time.Sleep(300 * time.Millisecond)
+	// Recycling needs round 1 to leave whole segments behind (round 2's
+	// held-open txns soon pin the log): on a loaded machine 300 ms may not
+	// fill one, so that row waits for enough acknowledged commits.
+	acks := 0
+	if name == failpoints.WALRecycle {
+		acks = 600
+	}
+	lines := runChild(t, append(env, "BWKV_CRASH_ROUND=1"), func(ch <-chan string) bool {
+		min, limit := time.After(300*time.Millisecond), time.After(20*time.Second)
+		for waited := false; !waited || acks > 0; {
+			select {
+			case l, ok := <-ch:
+				if !ok {
+					return false
+				}
+				if strings.HasPrefix(l, "C ") {
+					acks--
+				}
+			case <-min:
+				waited = true
+			case <-limit:
+				return true
+			}
+		}
 		return true
 	})
 	m.absorb(lines, false)
