@@ -170,6 +170,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
+// testManifestRotateBytes (tests), when positive, is the manifest size past
+// which DBs opened afterwards rotate it, so crash tests reach rotation.
+var testManifestRotateBytes int64
+
 // open reads the manifest, loads the page table, builds the tree and runs
 // recovery. Nothing is written before the manifest and the log validated.
 func (db *DB) open(exists bool) error {

@@ -95,8 +95,36 @@ func fpCase(t *testing.T, name, act string, n int) {
 		// nothing past the frontier).
 		env[2] = "BWKV_CRASH_CKPT="
 	}
-	lines := runChild(t, append(env, "BWKV_CRASH_ROUND=1"), func(<-chan string) bool {
-		time.Sleep(300 * time.Millisecond)
+	// Round 1 must leave work behind, however slow the machine: recycling
+	// needs whole segments (round 2's held-open txns soon pin the log),
+	// the recovery points a log to redo with a txn left open to undo.
+	acks, held := 0, false
+	switch {
+	case name == failpoints.WALRecycle:
+		acks = 600
+	case strings.HasPrefix(name, "recovery_"):
+		acks, held = 50, true
+	}
+	lines := runChild(t, append(env, "BWKV_CRASH_ROUND=1"), func(ch <-chan string) bool {
+		min, limit := time.After(300*time.Millisecond), time.After(20*time.Second)
+		for waited := false; !waited || acks > 0 || held; {
+			select {
+			case l, ok := <-ch:
+				if !ok {
+					return false
+				}
+				switch {
+				case strings.HasPrefix(l, "C "):
+					acks--
+				case strings.HasPrefix(l, "H "):
+					held = false
+				}
+			case <-min:
+				waited = true
+			case <-limit:
+				return true
+			}
+		}
 		return true
 	})
 	m.absorb(lines, false)

@@ -42,10 +42,6 @@ const (
 // bookkeeping against the disk (gc.Env.Verify).
 var testGCVerify bool
 
-// testManifestRotateBytes (tests), when positive, is the manifest size past
-// which DBs opened afterwards rotate it, so crash tests reach rotation.
-var testManifestRotateBytes int64
-
 // gcState is the GC's part of the DB. ledger and coll are nil for a
 // read-only DB (no background work, no accounting).
 type gcState struct {

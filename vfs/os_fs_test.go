@@ -88,3 +88,34 @@ func TestOSSyncPaths(t *testing.T) {
 		t.Fatalf("SyncDir(missing) = %v, want a *PathError for a missing file", err)
 	}
 }
+
+// TestOSAllocate: the OS file is an Allocator; Allocate grows it with
+// zeros (with the blocks reserved where fallocate works), never shrinks
+// it, and writes below the allocated size leave the size alone.
+func TestOSAllocate(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "seg")
+	f, err := vfs.Default().Create(name)
+	must(t, err)
+	defer f.Close()
+	if _, ok := f.(vfs.Allocator); !ok {
+		t.Fatal("the OS file is not an Allocator")
+	}
+	must(t, vfs.Preallocate(f, 1<<20))
+	must(t, vfs.Preallocate(f, 1<<10)) // smaller: no change
+	_, err = f.WriteAt([]byte("record"), 0)
+	must(t, err)
+	must(t, f.Sync())
+	size, err := f.Size()
+	must(t, err)
+	if runtime.GOOS == "linux" && size != 1<<20 {
+		t.Fatalf("size %d after Allocate(1 MiB) and a write at 0, want %d", size, 1<<20)
+	}
+	b := make([]byte, 4096)
+	_, err = f.ReadAt(b, 4096)
+	must(t, err)
+	for i, c := range b {
+		if c != 0 {
+			t.Fatalf("byte %d of the allocated tail is %d, want 0", 4096+i, c)
+		}
+	}
+}

@@ -92,7 +92,8 @@
 // records, and that size made durable, before the next one is created: the
 // reader rules below allow a zero tail only in the last segment. Open
 // truncates the last segment at the end of its records and preallocates it
-// again.
+// again; a clean Close cuts the preallocated tail, so only the Open after
+// a crash reads zeros.
 //
 // # Reader rules
 //

@@ -393,6 +393,10 @@ func TestPreallocatedSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := segmentFiles(t, o)
+	lastFile := files[len(files)-1]
+	if got, want := fileSize(t, fs, lastFile), int64(head-segStart(t, lastFile)); got != want {
+		t.Fatalf("after Close the last segment has %d bytes, want %d (its tail cut)", got, want)
+	}
 	for i, f := range files[:len(files)-1] {
 		want := int64(segStart(t, files[i+1]) - segStart(t, f))
 		if got := fileSize(t, fs, f); got != want {

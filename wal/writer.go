@@ -441,6 +441,16 @@ func (w *Writer) Close() error {
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
 	err := w.syncAllLocked()
+	if err == nil && w.file != nil {
+		// A clean close cuts the preallocated tail, so the next Open
+		// reads no zeros (after a crash it reads them once).
+		path := segmentPath(w.dir, w.fileStart)
+		if terr := w.file.Truncate(int64(w.written - w.fileStart)); terr != nil {
+			err = fmt.Errorf("wal: truncate %s on close: %w", path, terr)
+		} else if serr := w.file.Sync(); serr != nil {
+			err = fmt.Errorf("wal: sync %s on close: %w", path, serr)
+		}
+	}
 	if w.file != nil { // nil only if a rotation failed halfway
 		if cerr := w.file.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("wal: close %s: %w", segmentPath(w.dir, w.fileStart), cerr)
