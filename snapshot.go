@@ -51,7 +51,7 @@ func (db *DB) NewSnapshot() (*Snapshot, error) {
 	s := db.newSnapshot()
 	s.db = db
 	// Register a lower bound of the start before sampling it, so the
-	// watermark can never pass this snapshot (DESIGN §4).
+	// watermark can never pass this snapshot (see the package mvcc doc).
 	db.mv.Registry().Register(&s.reg, db.mv.Now())
 	s.r.Init(db.mv, 0, db.mv.Now())
 	return s, nil
@@ -88,8 +88,9 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	return append(dst, v...), nil
 }
 
-// NewIter returns an iterator over the snapshot. Close it before the
-// snapshot.
+// NewIter returns an iterator over the snapshot. Once the snapshot is
+// closed the iterator stops: positioning calls return false and Error
+// returns ErrClosed.
 func (s *Snapshot) NewIter(o *IterOptions) (*Iter, error) {
 	if err := s.usable(); err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ type RecoveryStats struct {
 	Duration                                              time.Duration
 }
 
-// GCStats describes data-file garbage collection (DESIGN §8) since Open.
+// GCStats describes data-file garbage collection since Open.
 type GCStats struct {
 	// FilesRewritten counts data files whose live frames were copied to
 	// a new file; FilesRetired files retired with nothing live;
