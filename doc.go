@@ -12,6 +12,19 @@
 //	err = db.Update(func(tx *bwkv.Txn) error { return tx.Put(k, v) })
 //	v, err := db.Get(k)
 //
+// # Conflicts and waiting
+//
+// A write that meets another transaction's uncommitted version of its key
+// waits for that transaction (up to Options.LockTimeout): if it rolls
+// back the write goes on, if it commits the write fails with ErrConflict
+// (first committer wins), and a wait that would close a cycle of waiting
+// transactions fails at once. A transaction that got ErrConflict is
+// doomed: every later call returns ErrConflict. DB.Update and
+// DB.UpdateContext retry such a transaction (Options.MaxUpdateRetries, with
+// jittered backoff; writers of a hot key take turns instead of racing);
+// DB.Put and DB.Delete never conflict on contention alone, only after
+// LockTimeout.
+//
 // # Memory ownership
 //
 // Get returns a slice the caller owns. GetAppend appends into the caller's
@@ -70,8 +83,8 @@
 //   - The data-file GC runs in the checkpointer: under a write load that
 //     outruns it, writers see backpressure during a round as during a
 //     checkpoint. A read-only DB runs no GC.
-//   - Snapshots are pooled so that NewSnapshot and Close allocate nothing:
-//     never use a Snapshot after closing it, and close it exactly once.
+//   - Update may run its function more than once (it retries conflicts);
+//     keep side effects out of it.
 //   - Write skew is possible: snapshot isolation does not serialize two
 //     transactions that read overlapping data and write disjoint keys.
 //   - A transaction's iterator works a leaf at a time; writes the

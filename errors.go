@@ -10,10 +10,12 @@ import (
 var (
 	// ErrNotFound: the key has no visible value.
 	ErrNotFound = errors.New("bwkv: not found")
-	// ErrConflict: another transaction holds the key or committed it after
-	// this transaction began (first writer wins). The transaction is doomed:
-	// every later call, Commit included, returns ErrConflict and nothing of
-	// it is applied.
+	// ErrConflict: another transaction committed the key after this
+	// transaction began (including one this write waited for; first
+	// committer wins), the wait for another transaction's uncommitted
+	// version would have closed a cycle (deadlock), or it lasted
+	// Options.LockTimeout. The transaction is doomed: every later call,
+	// Commit included, returns ErrConflict and nothing of it is applied.
 	ErrConflict = errors.New("bwkv: write conflict")
 	// ErrTxnDone: the transaction was already committed or rolled back.
 	ErrTxnDone = errors.New("bwkv: transaction done")

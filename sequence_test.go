@@ -163,7 +163,11 @@ func TestSequenceKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
-	per := envInt("BWKV_SEQ_PER", 10_000)
+	def := 10_000
+	if raceEnabled {
+		def = 3_000
+	}
+	per := envInt("BWKV_SEQ_PER", def)
 	dir := t.TempDir()
 	seen := make(map[uint64]int)
 	for run := 1; run <= 3; run++ {

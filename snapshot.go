@@ -87,8 +87,9 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	return append(dst, v...), nil
 }
 
-// NewIter returns an iterator over the snapshot. Close it before the
-// snapshot.
+// NewIter returns an iterator over the snapshot. Once the snapshot is
+// closed the iterator stops: positioning calls return false and Error
+// returns ErrClosed.
 func (s *Snapshot) NewIter(o *IterOptions) (*Iter, error) {
 	if err := s.usable(); err != nil {
 		return nil, err

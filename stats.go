@@ -54,7 +54,7 @@ type RecoveryStats struct {
 	Damage       string
 }
 
-// GCStats describes data-file garbage collection (docs/crash-safety.md) since Open.
+// GCStats describes data-file garbage collection since Open.
 type GCStats struct {
 	// FilesRewritten counts data files whose live frames were copied to
 	// a new file; FilesRetired files retired with nothing live;

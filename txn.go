@@ -15,9 +15,14 @@ import (
 )
 
 // Txn is a read-write transaction with snapshot isolation: it reads the
-// state as of Begin plus its own writes, and a write fails with ErrConflict
-// when another transaction holds the key or committed it after this one
-// began (first writer wins). A Txn is for one goroutine at a time.
+// state as of Begin plus its own writes. A write that meets another
+// transaction's uncommitted version of the key waits for it to end (up to
+// Options.LockTimeout); a write fails with ErrConflict when another
+// transaction committed the key after this one began (including one it
+// waited for), on a deadlock, or after LockTimeout, and the transaction is
+// then doomed: every later call, Commit included, returns ErrConflict. A
+// Txn is for one goroutine at a time; after Commit or Rollback its methods
+// return ErrTxnDone.
 type Txn struct {
 	db *DB
 	st *mvcc.Txn
@@ -273,7 +278,8 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 }
 
 // NewIter returns an iterator over this transaction's view, its own writes
-// included. Close it before the transaction ends.
+// included. Once the transaction ends the iterator stops: positioning
+// calls return false and Error returns ErrClosed.
 func (tx *Txn) NewIter(o *IterOptions) (*Iter, error) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
@@ -377,7 +383,8 @@ func (tx *Txn) Rollback() error {
 }
 
 // rollback walks the writes newest first and installs a compensation (CLR)
-// carrying each old value, then finishes the abort (docs/guarantees.md).
+// carrying each old value, then finishes the abort (the package mvcc doc
+// states why nobody can have seen the undone versions).
 func (tx *Txn) rollback(count bool) error {
 	tx.mu.Lock()
 	if tx.done {

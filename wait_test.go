@@ -248,8 +248,8 @@ func increment(tx *bwkv.Txn, key []byte) error {
 // conflict.
 func TestPutContentionNeverConflicts(t *testing.T) {
 	per := 2000
-	if testing.Short() {
-		per = 200
+	if testing.Short() || raceEnabled {
+		per = 300
 	}
 	db := openTest(t, nil)
 	// A txn holding the key for a while makes the first one-op writes

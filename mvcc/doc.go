@@ -1,5 +1,5 @@
 // Package mvcc holds bwkv's timestamps, transaction status, visibility
-// rule, snapshot registry and watermark (docs/guarantees.md).
+// rule, snapshot registry, watermark and lock waits.
 //
 // Internal to bwkv; no API stability promise.
 //
@@ -28,4 +28,16 @@
 // contention-free across cores; the watermark scan touches every slot but
 // runs off the hot path (amortized over many commits and in the
 // background).
+//
+// Lock waits: a writer that meets another txn's uncommitted version of its
+// key (WriteCheck: CheckWait) releases the page lock and waits for that
+// txn to end (WaitFor), then checks again: after a rollback the version is
+// skipped and the write goes on; after a commit the check reports the
+// conflict (first committer wins). Each txn has a done channel, made by its
+// first waiter under its status lock and closed when the txn reaches a
+// final state, so registering a wait is O(1), takes no global lock, and a
+// txn's end wakes exactly its own waiters. Each waiter publishes one
+// wait-for edge; a wait that would close a cycle fails at once (WaitFor's
+// comment proves that of two txns closing a cycle concurrently at least
+// one sees it).
 package mvcc
