@@ -61,3 +61,17 @@ func (db *DB) KeyVersions(key []byte) (int, error) {
 	p.Versions(key, func(node.Version) bool { n++; return true })
 	return n, nil
 }
+
+// LedgerPages returns how many pages the GC ledger holds a chain for and
+// how many pages are resident (full or stub).
+func (db *DB) LedgerPages() (ledger, resident int) {
+	if db.gc.ledger != nil {
+		ledger = db.gc.ledger.Len()
+	}
+	for pid := pagetable.PID(1); pid < db.pt.Next(); pid++ {
+		if db.pt.Load(pid) != nil {
+			resident++
+		}
+	}
+	return ledger, resident
+}
