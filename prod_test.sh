@@ -70,7 +70,18 @@ chaos() {
   step powerloss-full go test -count=1 -run '^(TestPowerLoss|TestIOErrors|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
 }
 
+# soak [minutes]: kill -9 rounds of a mixed workload (TestSoak) for the
+# given minutes (default 5), asserting the crash invariants after each
+# reopen and heap, descriptor, data-file and version bounds throughout.
+soak() {
+  local minutes=${1:-5}
+  step_timeout=$(( ${minutes%.*} * 60 + 900 ))
+  step soak env BWKV_SOAK_MINUTES="$minutes" \
+    go test -count=1 -timeout "$(( ${minutes%.*} * 60 + 600 ))s" -v -run '^TestSoak$' .
+}
+
 case "$mode" in
+  soak) parallel=""; soak "${2:-}" ;;
   fast) fast ;;
   stress) stress ;;
   chaos) chaos ;;
