@@ -75,3 +75,7 @@ func (db *DB) LedgerPages() (ledger, resident int) {
 	}
 	return ledger, resident
 }
+
+// ManifestStateCopies returns how many whole-state copies the manifest
+// made since Open.
+func (db *DB) ManifestStateCopies() int64 { return db.man.Stats().StateCopies }

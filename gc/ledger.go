@@ -151,19 +151,29 @@ type Plan struct {
 	removed []uint64
 }
 
+// View is the part of the durable manifest state Plan and the collector
+// read: *manifest.Manifest (point lookups on the live state, no copy) or a
+// *manifest.State.
+type View interface {
+	Page(pid uint64) (uint64, bool)
+	File(id manifest.FileID) (manifest.FileMeta, bool)
+	FileOf(addr uint64) (manifest.FileID, bool)
+}
+
 // Plan computes which durable frames the changes make junk, attributing
 // each to its file through st's address map (st is the manifest state the
-// publish commits against), and the files' new live bytes. It reads a
+// publish commits against), and the files' new live bytes. Its cost is
+// O(changes + frames made junk) lookups in st. It reads a
 // chain from disk only when the Ledger does not hold the page's current
 // one. Live bytes never go below zero: accounting only chooses victims,
 // the collector decides liveness itself.
-func (l *Ledger) Plan(changes []Change, st *manifest.State) *Plan {
+func (l *Ledger) Plan(changes []Change, st View) *Plan {
 	p := &Plan{chains: make(map[uint64]Chain, len(changes))}
 	junk := map[manifest.FileID]int64{}
 	for _, ch := range changes {
 		var old Chain
 		known := true
-		if head, ok := st.Pages[ch.PID]; ok {
+		if head, ok := st.Page(ch.PID); ok {
 			c, err := l.Chain(ch.PID, head)
 			if err != nil {
 				known = false
@@ -187,7 +197,7 @@ func (l *Ledger) Plan(changes []Change, st *manifest.State) *Plan {
 		}
 	}
 	for id, j := range junk {
-		f, ok := st.Files[id]
+		f, ok := st.File(id)
 		if !ok {
 			continue
 		}
