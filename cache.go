@@ -200,6 +200,11 @@ func (db *DB) evict(max int) {
 			db.pt.Enqueue(pid)
 		case tree.EvictDropped:
 			db.cache.evictions.Add(1)
+			// Nothing of the page stays in memory: neither does its
+			// ledger chain (the GC reads it from disk if it needs it).
+			if db.gc.ledger != nil {
+				db.gc.ledger.Forget(uint64(pid))
+			}
 		case tree.EvictReferenced:
 			db.pt.Enqueue(pid)
 		}

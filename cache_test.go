@@ -183,3 +183,74 @@ func TestInnerPagesDoNotStall(t *testing.T) {
 		t.Fatalf("100 puts: %d backpressure stalls, %d checkpoints; want none (inner pages cannot be freed by a cut)", stalls, ckpts)
 	}
 }
+
+// TestLedgerBounded: a full scan through a 64 KiB cache touches every
+// leaf; the GC ledger keeps chains of resident pages only, so it ends
+// near the resident page count, not the tree's. Before, it kept a chain
+// for every page ever loaded (5,271 entries for 4,615 leaves).
+func TestLedgerBounded(t *testing.T) {
+	const n = 60000
+	dir := t.TempDir()
+	o := &bwkv.Options{PageSplitEntries: 16, Durability: bwkv.DurabilityRelaxed}
+	db, err := bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%08d", i) }
+	for i := 0; i < n; i += 1000 {
+		err := db.Update(func(tx *bwkv.Txn) error {
+			for j := i; j < i+1000; j++ {
+				if err := tx.Put(key(j), []byte("value")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.CacheBytes = 64 << 10
+	if db, err = bwkv.Open(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for pass := 0; pass < 2; pass++ {
+		s, _ := db.NewSnapshot()
+		it, _ := s.NewIter(nil)
+		c := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			c++
+		}
+		if err := it.Error(); err != nil || c != n {
+			t.Fatalf("scan: %d keys, %v", c, err)
+		}
+		it.Close()
+		s.Close()
+	}
+	// Let the evictor finish its pass.
+	deadline := time.Now().Add(10 * time.Second) // a hang detector only
+	var ledger, resident int
+	st := db.Stats()
+	for {
+		ledger, resident = db.LedgerPages()
+		st = db.Stats()
+		if st.Cache.Bytes-st.Cache.InnerBytes < 2*o.CacheBytes || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("%d leaves, %d resident pages (%d KiB, stubs %d KiB), ledger %d chains", st.Tree.Leaves, resident, st.Cache.Bytes>>10, st.Cache.StubBytes>>10, ledger)
+	if ledger > resident {
+		t.Fatalf("ledger holds %d chains for %d resident pages (%d leaves)", ledger, resident, st.Tree.Leaves)
+	}
+	if resident > st.Tree.Leaves/2 {
+		t.Fatalf("%d of %d pages resident through a 64 KiB cache: the test proves nothing", resident, st.Tree.Leaves)
+	}
+}

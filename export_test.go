@@ -68,3 +68,21 @@ func (db *DB) KeyVersions(key []byte) (int, error) {
 
 // TxnWaiting reports whether tx is blocked waiting for another txn's lock.
 func TxnWaiting(tx *Txn) bool { return tx.st.Waiting() }
+
+// LedgerPages returns how many pages the GC ledger holds a chain for and
+// how many pages are resident (full or stub).
+func (db *DB) LedgerPages() (ledger, resident int) {
+	if db.gc.ledger != nil {
+		ledger = db.gc.ledger.Len()
+	}
+	for pid := pagetable.PID(1); pid < db.pt.Next(); pid++ {
+		if db.pt.Load(pid) != nil {
+			resident++
+		}
+	}
+	return ledger, resident
+}
+
+// ManifestStateCopies returns how many whole-state copies the manifest
+// made since Open.
+func (db *DB) ManifestStateCopies() int64 { return db.man.Stats().StateCopies }

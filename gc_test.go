@@ -466,3 +466,33 @@ func TestMain(m *testing.M) {
 	bwkv.SetTestGCVerify(true)
 	os.Exit(m.Run())
 }
+
+// TestCheckpointNoStateCopy: checkpoints and GC rounds read the manifest
+// by point lookups; none copies the whole state (O(pages) per publish:
+// with 100k pages a checkpoint of one dirty page paid for all of them).
+func TestCheckpointNoStateCopy(t *testing.T) {
+	db := openTest(t, &bwkv.Options{PageSplitEntries: 8, CheckpointBytes: 8 << 10,
+		DataFileBytes: 8 << 10, GCLiveRatio: 0.95, GCSpaceAmp: 1})
+	for i := range 3000 {
+		if err := db.Put(fmt.Appendf(nil, "k%05d", i%700), fmt.Appendf(nil, "v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	t.Logf("%d checkpoints, %d GC rounds (%d files rewritten), %d pages: %d state copies",
+		st.Checkpoint.Count, st.GC.Rounds, st.GC.FilesRewritten, st.Tree.Pages, db.ManifestStateCopies())
+	if st.Checkpoint.Count < 30 || st.GC.FilesRewritten == 0 {
+		t.Fatalf("%d checkpoints, %d rewrites: the test exercises too little", st.Checkpoint.Count, st.GC.FilesRewritten)
+	}
+	if n := db.ManifestStateCopies(); n != 0 {
+		t.Fatalf("%d whole-state copies of the manifest during checkpoints and GC rounds", n)
+	}
+}

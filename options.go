@@ -108,7 +108,9 @@ type Options struct {
 	// hold one separator per page below them: about (separator key bytes
 	// + 40) per leaf at the default PageSplitEntries (measured: 51 bytes
 	// per leaf, 0.2 MiB for 300k 16-byte keys), more with small pages,
-	// whose inner pages' fence keys weigh more.
+	// whose inner pages' fence keys weigh more. Each resident page (stubs
+	// included) also has a GC ledger entry: about 64 bytes plus 16 per
+	// durable frame of its chain (under 6x DeltaChainMax).
 	CacheBytes int64
 	// WALSegmentBytes is the log segment size; default 64 MiB. It must be at
 	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments);

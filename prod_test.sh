@@ -155,13 +155,24 @@ mutants() {
   if [ ${#survivors[@]} -gt 0 ]; then failures+=("surviving-mutants:${survivors[*]}"); fi
 }
 
+# soak [minutes]: kill -9 rounds of a mixed workload (TestSoak) for the
+# given minutes (default 5), asserting the crash invariants after each
+# reopen and heap, descriptor, data-file and version bounds throughout.
+soak() {
+  local minutes=${1:-5}
+  step_timeout=$(( ${minutes%.*} * 60 + 900 ))
+  step soak env BWKV_SOAK_MINUTES="$minutes" \
+    go test -count=1 -timeout "$(( ${minutes%.*} * 60 + 600 ))s" -v -run '^TestSoak$' .
+}
+
 case "$mode" in
+  soak) parallel=""; soak "${2:-}" ;;
   fast) fast ;;
   stress) stress ;;
   chaos) chaos ;;
   mutants) mutants ;;
   all) fast; stress; chaos ;;
-  *) echo "usage: $0 [fast|stress|chaos|mutants|all] [parallel]" >&2; exit 2 ;;
+  *) echo "usage: $0 [fast|stress|chaos|mutants|all] [parallel] | soak [minutes]" >&2; exit 2 ;;
 esac
 [ -n "$parallel" ] && wait_parallel
 

@@ -165,7 +165,9 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	res.Frames = int64(len(frames))
 	res.Skipped = max(0, g.Frames()-res.Frames)
 
-	st := e.Manifest.State() // a copy: O(pages), once per checkpoint
+	// Point lookups in the live manifest state: the checkpointer is its
+	// only committer, and a copy would cost O(pages) per publish.
+	nextFile, formatVersion := e.Manifest.Counters()
 	edit := &manifest.Edit{
 		Has:           manifest.HasNextPID | manifest.HasNextAddr | manifest.HasOracle | manifest.HasFrontier | manifest.HasAnalysisStart | manifest.HasLogSynced,
 		LogSynced:     logSynced,
@@ -175,14 +177,14 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		Frontier:      g.Frontier,
 		AnalysisStart: analysisStart,
 	}
-	if st.FormatVersion == 0 {
+	if formatVersion == 0 {
 		edit.Has |= manifest.HasFormatVersion | manifest.HasOptions
 		edit.FormatVersion = manifest.FormatVersion
 		edit.Options = e.Format
 	}
 	if len(frames) > 0 {
 		// (2) Record the file id, then create the file.
-		id := st.NextFileID
+		id := nextFile
 		err := failpoints.Hit(failpoints.CheckpointFileID)
 		if err == nil {
 			err = e.Manifest.Commit(&manifest.Edit{Has: manifest.HasNextFileID, NextFileID: id + 1})
@@ -220,14 +222,14 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		edit.SetPages = append(edit.SetPages, manifest.PageEntry{PID: uint64(p.pid), Addr: p.head})
 	}
 	for _, pid := range removed {
-		if _, ok := st.Pages[pid]; ok {
+		if _, ok := e.Manifest.Page(pid); ok {
 			edit.RemovePages = append(edit.RemovePages, pid)
 		}
 	}
 	// Junk accounting goes into the same edit (docs/crash-safety.md).
 	var plan *gc.Plan
 	if e.Ledger != nil {
-		plan = e.Ledger.Plan(changes, st)
+		plan = e.Ledger.Plan(changes, e.Manifest)
 		edit.FileStats = plan.FileStats
 		res.Junk = plan.Junk
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -135,24 +134,28 @@ func (c *Collector) observe(files []manifest.FileMeta) {
 // one is a crash the next round (or Open) recovers from.
 func (c *Collector) Round() (more bool, err error) {
 	c.rounds.Add(1)
-	// A look at the files first: most rounds find nothing to do, and
-	// then skip the O(pages) copy of the state.
+	// The round reads the live manifest state by point lookups (it is
+	// the only committer meanwhile): its cost follows the files and
+	// frames it handles, never the page count.
 	files, pending, stage := c.env.Manifest.Files()
 	c.observe(files)
 	victims := Choose(files, c.policy, func(id manifest.FileID) bool { return c.skip[id] })
 	if stage == manifest.NoFile && len(pending) == len(c.unrecorded) && len(victims) == 0 {
 		return false, nil
 	}
-	st := c.env.Manifest.State()
-	defer func() { c.observe(st.FileList()) }()
-	if st.StageFile != manifest.NoFile {
-		if err := c.clearStage(st, st.StageFile); err != nil {
+	st := c.env.Manifest
+	defer func() {
+		files, _, _ := st.Files()
+		c.observe(files)
+	}()
+	if stage != manifest.NoFile {
+		if err := c.clearStage(stage); err != nil {
 			return false, err
 		}
 	}
-	if len(st.PendingDeletes) > len(c.unrecorded) {
+	if len(pending) > len(c.unrecorded) {
 		var ids []manifest.FileID
-		for _, id := range slices.Sorted(maps.Keys(st.PendingDeletes)) {
+		for _, id := range pending { // sorted by Files
 			if !slices.Contains(c.unrecorded, id) {
 				ids = append(ids, id)
 			}
@@ -187,15 +190,11 @@ func (c *Collector) Round() (more bool, err error) {
 	return more, nil
 }
 
-// commit makes e durable, with the unlinked files' deletions, and applies
-// it to st, the round's copy of the manifest state.
-func (c *Collector) commit(st *manifest.State, e *manifest.Edit) error {
+// commit makes e durable, with the unlinked files' deletions.
+func (c *Collector) commit(e *manifest.Edit) error {
 	e.DeletedFiles = c.unrecorded
 	if err := c.env.Manifest.Commit(e); err != nil {
 		return err
-	}
-	if err := st.Apply(e); err != nil {
-		panic("gc: an edit the manifest accepted does not apply to the round's copy of its state: " + err.Error())
 	}
 	for _, id := range c.unrecorded {
 		c.env.Files.Deleted(id)
@@ -211,8 +210,8 @@ func (c *Collector) commit(st *manifest.State, e *manifest.Edit) error {
 // and the file must stay, since the next Open may find it registered. A
 // crash after the commit leaves a file no manifest names, which Open
 // deletes.
-func (c *Collector) clearStage(st *manifest.State, id manifest.FileID) error {
-	if err := c.commit(st, &manifest.Edit{Has: manifest.HasStageFile, StageFile: manifest.NoFile}); err != nil {
+func (c *Collector) clearStage(id manifest.FileID) error {
+	if err := c.commit(&manifest.Edit{Has: manifest.HasStageFile, StageFile: manifest.NoFile}); err != nil {
 		return fmt.Errorf("gc: clear stage mark: %w", err)
 	}
 	if c.env.Writing != nil {
@@ -235,7 +234,7 @@ type frameAt struct {
 // head reaches it. A page whose chain cannot be read keeps all its frames
 // (copying junk is harmless; dropping a live frame is not). A victim
 // frame that cannot be read fails the batch.
-func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (live []frameAt, liveBytes int64, err error) {
+func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frameAt, liveBytes int64, err error) {
 	var all []frameAt
 	for _, v := range victims {
 		addrs, err := c.env.Files.Addrs(v.ID)
@@ -263,7 +262,7 @@ func (c *Collector) liveness(st *manifest.State, victims []manifest.FileMeta) (l
 		if err != nil {
 			return nil, 0, &victimError{file: f.file, err: err}
 		}
-		head, ok := st.Pages[fr.PID]
+		head, ok := st.Page(fr.PID)
 		if !ok || head < f.addr {
 			continue // page removed, or the frame is newer than its head: never reached
 		}
@@ -310,7 +309,7 @@ func (e *victimError) Unwrap() error { return e.err }
 // file, then one manifest commit remaps their ranges and retires them, and
 // they are deleted. A batch with nothing live is only retired. left counts
 // victims whose deletion waits for readers.
-func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (left int, err error) {
+func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) (left int, err error) {
 	live, _, err := c.liveness(st, victims)
 	if err != nil {
 		var ve *victimError
@@ -336,7 +335,7 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 	}
 	slices.SortFunc(edit.RemoveRanges, func(a, b manifest.Range) int { return cmp.Compare(a.Lo, b.Lo) })
 	if len(live) == 0 {
-		if err := c.commit(st, edit); err != nil {
+		if err := c.commit(edit); err != nil {
 			return 0, fmt.Errorf("gc: retire files %v: %w", ids, err)
 		}
 		c.retired.Add(uint64(len(victims)))
@@ -344,8 +343,8 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 	}
 
 	// Stage the new file's id: Open deletes a staged file no range names.
-	out := st.NextFileID
-	if err := c.commit(st, &manifest.Edit{Has: manifest.HasNextFileID | manifest.HasStageFile, NextFileID: out + 1, StageFile: out}); err != nil {
+	out, _ := st.Counters()
+	if err := c.commit(&manifest.Edit{Has: manifest.HasNextFileID | manifest.HasStageFile, NextFileID: out + 1, StageFile: out}); err != nil {
 		return 0, fmt.Errorf("gc: stage file %d: %w", out, err)
 	}
 	if c.env.Writing != nil {
@@ -360,7 +359,7 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 		err = failpoints.Hit(failpoints.GCAfterDataDirSync)
 	}
 	if err != nil {
-		if cerr := c.clearStage(st, out); cerr != nil {
+		if cerr := c.clearStage(out); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 		var ve *victimError
@@ -388,7 +387,7 @@ func (c *Collector) collect(st *manifest.State, victims []manifest.FileMeta) (le
 	}
 	err = failpoints.Hit(failpoints.GCBeforeMetaCommit)
 	if err == nil {
-		err = c.commit(st, edit)
+		err = c.commit(edit)
 	}
 	if err != nil {
 		// In doubt: the manifest is failed, the stage mark may or may

@@ -7,7 +7,7 @@
 //
 // Every data file carries total and live frame bytes in the manifest
 // (FileMeta). A frame becomes junk when a durable newer state of its page
-// no longer reaches it. The Ledger keeps, per page touched since Open, the
+// no longer reaches it. The Ledger keeps, per page resident in memory, the
 // page's durable chain (address and encoded size of each frame from the
 // page-table head down to the base); the checkpointer fills it with what
 // it writes and the page loader with what it reads. When a checkpoint

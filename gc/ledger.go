@@ -68,8 +68,11 @@ type Change struct {
 //
 // The chains come from two places: the checkpointer, which knows what it
 // writes (Plan, Apply), and the page loader, which knows what it read
-// (Loaded). Memory: one small slice per page touched since Open (at most
-// a delta chain's length of 12-byte extents).
+// (Loaded). The engine calls Forget when it drops a page from memory, so
+// the Ledger holds chains of resident pages (full or stub) only. Memory:
+// per resident page one map entry and its chain of 16-byte extents, at
+// most the durable chain's length (below 6x DeltaChainMax for a stub that
+// took blind inserts; a chain read only to check liveness is not kept).
 //
 // Safe for concurrent use: Loaded may race with Plan and Apply. A stored
 // chain is trusted only when its head equals the page's head in the
@@ -97,19 +100,20 @@ func (l *Ledger) Loaded(pid uint64, c Chain) {
 	}
 }
 
+// Forget drops pid's chain: the engine dropped the page from memory (a
+// later Plan or liveness check of it reads the chain from disk). O(1).
+func (l *Ledger) Forget(pid uint64) { l.chains.Delete(pid) }
+
 // Chain returns pid's durable chain given its head in the manifest: the
-// stored one if its head matches, else the one read from disk (and then
-// stored). ok is false when the chain cannot be read.
+// stored one if its head matches, else the one read from disk. A chain
+// read from disk is not stored: the liveness check reads pages that are
+// not in memory, and storing theirs would grow the Ledger past the
+// resident pages (a Plan's new chains are stored by Apply).
 func (l *Ledger) Chain(pid, head uint64) (Chain, error) {
 	if c, ok := l.chains.Load(pid); ok && c.Head() == head {
 		return c, nil
 	}
-	c, err := l.walk(pid, head)
-	if err != nil {
-		return nil, err
-	}
-	l.chains.Store(pid, c)
-	return c, nil
+	return l.walk(pid, head)
 }
 
 // verify checks the stored chain of pid, if its head is head, against the
@@ -148,19 +152,29 @@ type Plan struct {
 	removed []uint64
 }
 
+// View is the part of the durable manifest state Plan and the collector
+// read: *manifest.Manifest (point lookups on the live state, no copy) or a
+// *manifest.State.
+type View interface {
+	Page(pid uint64) (uint64, bool)
+	File(id manifest.FileID) (manifest.FileMeta, bool)
+	FileOf(addr uint64) (manifest.FileID, bool)
+}
+
 // Plan computes which durable frames the changes make junk, attributing
 // each to its file through st's address map (st is the manifest state the
-// publish commits against), and the files' new live bytes. It reads a
+// publish commits against), and the files' new live bytes. Its cost is
+// O(changes + frames made junk) lookups in st. It reads a
 // chain from disk only when the Ledger does not hold the page's current
 // one. Live bytes never go below zero: accounting only chooses victims,
 // the collector decides liveness itself.
-func (l *Ledger) Plan(changes []Change, st *manifest.State) *Plan {
+func (l *Ledger) Plan(changes []Change, st View) *Plan {
 	p := &Plan{chains: make(map[uint64]Chain, len(changes))}
 	junk := map[manifest.FileID]int64{}
 	for _, ch := range changes {
 		var old Chain
 		known := true
-		if head, ok := st.Pages[ch.PID]; ok {
+		if head, ok := st.Page(ch.PID); ok {
 			c, err := l.Chain(ch.PID, head)
 			if err != nil {
 				known = false
@@ -187,7 +201,7 @@ func (l *Ledger) Plan(changes []Change, st *manifest.State) *Plan {
 		}
 	}
 	for id, j := range junk {
-		f, ok := st.Files[id]
+		f, ok := st.File(id)
 		if !ok {
 			continue
 		}

@@ -43,6 +43,8 @@ type Manifest struct {
 	stateMu sync.RWMutex
 	state   *State // the durable state: only commits whose fsync returned
 	stats   Stats
+	// copies counts State calls (each an O(pages + files) copy).
+	copies atomic.Int64
 
 	// ranges publishes state's current range slice (immutable once stored)
 	// to FileOf without a lock.
@@ -62,6 +64,10 @@ type Stats struct {
 	// TornBytes is the size of the torn last record Open ignored (Prepare
 	// truncates it).
 	TornBytes int64
+	// StateCopies counts State calls since Open: each copies the whole
+	// state, so the engine's steady work (checkpoints, GC rounds) makes
+	// none and uses the point lookups instead.
+	StateCopies int64
 }
 
 // Open reads the manifest in dir: CURRENT, then every record of the
@@ -299,6 +305,7 @@ func (m *Manifest) removeOrphans() {
 // safe to call concurrently with Commit and costs O(pages + files); hot
 // paths use FileOf instead.
 func (m *Manifest) State() *State {
+	m.copies.Add(1)
 	m.stateMu.RLock()
 	defer m.stateMu.RUnlock()
 	return m.state.Clone()
@@ -329,7 +336,9 @@ func (m *Manifest) FileOf(addr uint64) (FileID, bool) {
 func (m *Manifest) Stats() Stats {
 	m.stateMu.RLock()
 	defer m.stateMu.RUnlock()
-	return m.stats
+	s := m.stats
+	s.StateCopies = m.copies.Load()
+	return s
 }
 
 // Close closes the live file. Later writer calls return ErrClosed; State,
