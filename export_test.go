@@ -2,6 +2,7 @@ package bwkv
 
 import (
 	"errors"
+	"time"
 
 	"github.com/bwkv/bwkv/pagetable"
 )
@@ -48,3 +49,12 @@ func CollectGarbage(db *DB) error {
 // cross-check its chains and live-byte accounting against the disk at
 // every rewrite; a mismatch is a background error.
 func SetTestGCVerify(on bool) { testGCVerify = on }
+
+// SetTestSettleInterval sets how often the checkpointer of DBs opened
+// afterwards looks for an idle database (settle.go) and returns the old
+// interval.
+func SetTestSettleInterval(d time.Duration) time.Duration {
+	old := settleInterval
+	settleInterval = d
+	return old
+}

@@ -18,11 +18,12 @@ import (
 // GC rounds until none reports more work. A settled database does nothing
 // more until the next write.
 
+// settleInterval is how often the checkpointer looks for an idle
+// database: a database settles between one and two intervals after its
+// last write. A variable so that tests can settle in milliseconds.
+var settleInterval = time.Second
+
 const (
-	// settleInterval is how often the checkpointer looks for an idle
-	// database: a database settles between one and two intervals after
-	// its last write.
-	settleInterval = time.Second
 	// settleLogBytes: a covered log segment at least this large is
 	// rotated away when the database settles; a smaller one stays (it
 	// costs less than the rotation's fsyncs and file).
