@@ -50,11 +50,11 @@ func CollectGarbage(db *DB) error {
 // every rewrite; a mismatch is a background error.
 func SetTestGCVerify(on bool) { testGCVerify = on }
 
-// SetTestSettleInterval sets how often the checkpointer of DBs opened
-// afterwards looks for an idle database (settle.go) and returns the old
-// interval.
-func SetTestSettleInterval(d time.Duration) time.Duration {
-	old := settleInterval
-	settleInterval = d
-	return old
+// SetTestSettle sets how often the checkpointer of DBs opened afterwards
+// looks for an idle database and how long it must be idle to settle
+// (settle.go); the returned function restores the old values.
+func SetTestSettle(interval, idle time.Duration) (restore func()) {
+	oi, od := settleInterval, settleIdle
+	settleInterval, settleIdle = interval, idle
+	return func() { settleInterval, settleIdle = oi, od }
 }

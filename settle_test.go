@@ -189,7 +189,7 @@ func settleWorkload(t *testing.T, db *bwkv.DB, n int, idle time.Duration, onAck 
 // recycling, GC rounds): the clone reopens to every acknowledged commit,
 // passes Check, and recovers to the same state twice.
 func TestSettlePowerLoss(t *testing.T) {
-	defer bwkv.SetTestSettleInterval(bwkv.SetTestSettleInterval(5 * time.Millisecond))
+	defer bwkv.SetTestSettle(5*time.Millisecond, 5*time.Millisecond)()
 	const commits = 400
 	idle := 150 * time.Millisecond
 	opts := func(fs vfs.FS) *bwkv.Options {
