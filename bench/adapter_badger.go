@@ -24,11 +24,19 @@ func init() {
 type badgerEngine struct {
 	db   *badger.DB
 	sync bool
+	comp options.CompressionType
 }
 
 func openBadger(cfg Config) (Engine, error) {
+	comp := options.None
+	switch cfg.Compression {
+	case "fast":
+		comp = options.Snappy
+	case "good":
+		comp = options.ZSTD
+	}
 	opts := badger.DefaultOptions(cfg.Dir).
-		WithCompression(options.None).
+		WithCompression(comp).
 		WithBlockCacheSize(cfg.CacheBytes).
 		WithValueThreshold(int64(cfg.ValueThreshold)).
 		WithSyncWrites(cfg.Durability == Durable).
@@ -37,7 +45,7 @@ func openBadger(cfg Config) (Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &badgerEngine{db: db, sync: cfg.Durability == Durable}, nil
+	return &badgerEngine{db: db, sync: cfg.Durability == Durable, comp: comp}, nil
 }
 
 func (e *badgerEngine) Read(dst, key []byte, path ReadPath) ([]byte, error) {
@@ -164,7 +172,7 @@ func (e *badgerEngine) Info() Info {
 	return Info{
 		Durability: fmt.Sprintf("badger.SyncWrites=%t", e.sync),
 		UpdateMode: "rmw_txn",
-		Settings:   "compression None; block cache = budget; ValueThreshold = threshold; logger off",
+		Settings:   fmt.Sprintf("compression %s; block cache = budget; ValueThreshold = threshold; logger off", []string{"None", "Snappy", "ZSTD"}[e.comp]),
 	}
 }
 

@@ -20,8 +20,9 @@ import (
 func init() { Register("pebble", openPebble) }
 
 type pebbleEngine struct {
-	db *pebble.DB
-	wo *pebble.WriteOptions
+	db   *pebble.DB
+	wo   *pebble.WriteOptions
+	comp string // the compression setting, for Info
 }
 
 func openPebble(cfg Config) (Engine, error) {
@@ -32,7 +33,14 @@ func openPebble(cfg Config) (Engine, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietPebbleLogger{},
 	}
-	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	comp, compName := pebble.DBCompressionNone, "no compression"
+	switch cfg.Compression {
+	case "fast":
+		comp, compName = pebble.DBCompressionFastest, "DBCompressionFastest"
+	case "good":
+		comp, compName = pebble.DBCompressionGood, "DBCompressionGood"
+	}
+	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return comp })
 	threshold := cfg.ValueThreshold
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{
@@ -52,7 +60,7 @@ func openPebble(cfg Config) (Engine, error) {
 	if cfg.Durability == Durable {
 		wo = pebble.Sync
 	}
-	return &pebbleEngine{db: db, wo: wo}, nil
+	return &pebbleEngine{db: db, wo: wo, comp: compName}, nil
 }
 
 // quietPebbleLogger drops Pebble's informational log lines and keeps errors.
@@ -147,7 +155,7 @@ func (e *pebbleEngine) Info() Info {
 	return Info{
 		Durability: fmt.Sprintf("pebble.WriteOptions.Sync=%t", e.wo.Sync),
 		UpdateMode: "blind_set",
-		Settings:   "no compression; block cache = budget; value separation >= threshold; FormatNewest",
+		Settings:   e.comp + "; block cache = budget; value separation >= threshold; FormatNewest",
 	}
 }
 

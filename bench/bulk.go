@@ -32,6 +32,7 @@ type BulkOptions struct {
 	KeySize        int
 	ValueSize      int
 	ValueKind      string // random or text (ParseValueKind)
+	Compression    string // none, fast or good (ParseCompression)
 	Order          string // "seq" (ascending keys) or "random" (a seeded permutation)
 	TxnSize        int
 	Window         int
@@ -189,6 +190,9 @@ func (o *BulkOptions) Validate() error {
 	if _, err := ParseValueKind(o.ValueKind); err != nil {
 		errs = append(errs, err)
 	}
+	if err := ParseCompression(o.Compression); err != nil {
+		errs = append(errs, err)
+	}
 	if o.TxnSize <= 0 || o.Window <= 0 {
 		errs = append(errs, errors.New("--txn-size and --window must be > 0"))
 	}
@@ -226,6 +230,7 @@ func Bulk(o BulkOptions, rowsOut io.Writer) (BulkSummary, error) {
 	eng, err := Open(o.Engine, Config{
 		Dir: o.Path, Durability: dur, CacheBytes: o.CacheBytes,
 		ValueThreshold: o.ValueThreshold, KeySize: o.KeySize, ValueSize: o.ValueSize,
+		Compression: o.Compression,
 	})
 	if err != nil {
 		return BulkSummary{}, fmt.Errorf("open %s: %w", o.Engine, err)

@@ -23,6 +23,7 @@ type RunOptions struct {
 	KeySize        int
 	ValueSize      int
 	ValueKind      string // random or text (ParseValueKind)
+	Compression    string // none, fast or good (ParseCompression)
 	PrefillKeys    int
 	WarmupSecs     int
 	MeasureSecs    int
@@ -69,6 +70,9 @@ func (o *RunOptions) Validate() error {
 		errs = append(errs, errors.New("--key-size and --value-size must be >= 16"))
 	}
 	if _, err := ParseValueKind(o.ValueKind); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ParseCompression(o.Compression); err != nil {
 		errs = append(errs, err)
 	}
 	if o.ZipfTheta <= 0 || o.ZipfTheta >= 1 {
@@ -145,6 +149,7 @@ func Run(o RunOptions) (*Result, error) {
 	eng, err := Open(o.Engine, Config{
 		Dir: o.Path, Durability: dur, CacheBytes: o.CacheBytes,
 		ValueThreshold: o.ValueThreshold, KeySize: o.KeySize, ValueSize: o.ValueSize,
+		Compression: o.Compression,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", o.Engine, err)
