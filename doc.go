@@ -50,7 +50,19 @@
 // whose frames no page reaches any more are deleted, and files below
 // Options.GCLiveRatio live (or any, least live first, while the data
 // files exceed Options.GCSpaceAmp times their live bytes) are rewritten
-// into new files. Stats.GC reports it.
+// into new files; small fully-live files are merged. Stats.GC reports it.
+// Once no write has arrived for about 5 s the database settles: it
+// checkpoints what is dirty, consolidates resident pages whose durable
+// chain holds deltas, rotates and recycles the covered log segment and
+// runs GC rounds until none has work, so an idle directory holds little
+// more than the live data.
+//
+// # Compression
+//
+// Options.Compression (S2 or zstd) compresses data-file frames that
+// shrink by it; each frame records its codec, so a directory may mix them.
+// The codec chosen at creation is stored and wins on every reopen. The
+// log is not compressed.
 //
 // # Faults
 //

@@ -2,6 +2,7 @@ package bwkv
 
 import (
 	"errors"
+	"time"
 
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
@@ -86,3 +87,12 @@ func (db *DB) LedgerPages() (ledger, resident int) {
 // ManifestStateCopies returns how many whole-state copies the manifest
 // made since Open.
 func (db *DB) ManifestStateCopies() int64 { return db.man.Stats().StateCopies }
+
+// SetTestSettle sets how often the checkpointer of DBs opened afterwards
+// looks for an idle database and how long it must be idle to settle
+// (settle.go); the returned function restores the old values.
+func SetTestSettle(interval, idle time.Duration) (restore func()) {
+	oi, od := settleInterval, settleIdle
+	settleInterval, settleIdle = interval, idle
+	return func() { settleInterval, settleIdle = oi, od }
+}

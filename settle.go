@@ -13,16 +13,25 @@ import (
 // database would keep its last dirty generation only in the log (with the
 // full old values of every update) and its junk until the next burst of
 // writes. The checkpointer looks every settleInterval: once the log head
-// has not moved for a whole interval it checkpoints what is dirty, rotates
-// the log segment that checkpoint covers so it can be recycled, and runs
-// GC rounds until none reports more work. A settled database does nothing
+// has not moved for settleIdle it checkpoints what is dirty, consolidates
+// the resident leaves whose chain holds deltas and checkpoints them,
+// rotates the log segment those checkpoints cover so it can be recycled,
+// and runs GC rounds until none reports more work. A settled database does nothing
 // more until the next write.
 
-const (
-	// settleInterval is how often the checkpointer looks for an idle
-	// database: a database settles between one and two intervals after
-	// its last write.
+// settleInterval is how often the checkpointer looks for an idle
+// database, and settleIdle how long the log head must stand still before
+// the database settles: it settles between settleIdle and settleIdle +
+// settleInterval after its last write (DESIGN §8 allows 60 s). The wait
+// keeps a trickle of writes (one every few seconds) from paying a
+// checkpoint and a rewrite of every touched page per write. Variables so
+// that tests can settle in milliseconds.
+var (
 	settleInterval = time.Second
+	settleIdle     = 5 * time.Second
+)
+
+const (
 	// settleLogBytes: a covered log segment at least this large is
 	// rotated away when the database settles; a smaller one stays (it
 	// costs less than the rotation's fsyncs and file).
@@ -36,6 +45,7 @@ const settleSquashPages = 4096
 // settleState is the settler's memory. Checkpointer goroutine only.
 type settleState struct {
 	head    wal.LSN       // the log head at the last look
+	since   time.Time     // when the head was first seen at head
 	settled bool          // nothing was written since the database settled
 	cursor  pagetable.PID // where the next squash pass resumes
 }
@@ -44,11 +54,11 @@ type settleState struct {
 func (db *DB) settle() {
 	s := &db.ckpt.settle
 	head := db.wal.Head()
-	if head != s.head {
-		s.head, s.settled = head, false // writes since the last look
+	if head != s.head || s.since.IsZero() {
+		s.head, s.since, s.settled = head, time.Now(), false // writes since the last look
 		return
 	}
-	if s.settled || db.readOnly.Load() {
+	if s.settled || db.readOnly.Load() || time.Since(s.since) < settleIdle {
 		return
 	}
 	if db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil {

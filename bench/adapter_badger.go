@@ -26,11 +26,19 @@ func init() {
 type badgerEngine struct {
 	db   *badger.DB
 	sync bool
+	comp options.CompressionType
 }
 
 func openBadger(cfg Config) (Engine, error) {
+	comp := options.None
+	switch cfg.Compression {
+	case "fast":
+		comp = options.Snappy
+	case "good":
+		comp = options.ZSTD
+	}
 	opts := badger.DefaultOptions(cfg.Dir).
-		WithCompression(options.None).
+		WithCompression(comp).
 		WithBlockCacheSize(cfg.CacheBytes - cfg.CacheBytes/4).
 		WithIndexCacheSize(cfg.CacheBytes / 4).
 		WithValueThreshold(int64(cfg.ValueThreshold)).
@@ -40,7 +48,7 @@ func openBadger(cfg Config) (Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &badgerEngine{db: db, sync: cfg.Durability == Durable}, nil
+	return &badgerEngine{db: db, sync: cfg.Durability == Durable, comp: comp}, nil
 }
 
 func (e *badgerEngine) Read(dst, key []byte, path ReadPath) ([]byte, error) {
@@ -167,7 +175,7 @@ func (e *badgerEngine) Info() Info {
 	return Info{
 		Durability: fmt.Sprintf("badger.SyncWrites=%t", e.sync),
 		UpdateMode: "rmw_txn",
-		Settings:   "compression None; block cache 3/4 + index cache 1/4 of budget; ValueThreshold = threshold; logger off",
+		Settings:   fmt.Sprintf("compression %s; block cache 3/4 + index cache 1/4 of budget; ValueThreshold = threshold; logger off", []string{"None", "Snappy", "ZSTD"}[e.comp]),
 	}
 }
 

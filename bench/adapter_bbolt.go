@@ -30,6 +30,9 @@ type bboltEngine struct {
 }
 
 func openBbolt(cfg Config) (Engine, error) {
+	if _, err := cfg.compressed("bbolt", false); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(filepath.Join(cfg.Dir, "bbolt.db"), 0o644, &bolt.Options{
 		NoSync:         cfg.Durability == Relaxed,
 		NoFreelistSync: true,

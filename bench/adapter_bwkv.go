@@ -2,13 +2,15 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/bwkv/bwkv"
 )
 
-// bwkv settings (bench/README.md fairness): CompressionNone, CacheBytes = the
-// shared budget, no value separation (bwkv has no blob files yet),
+// bwkv settings (bench/README.md fairness): Compression per --compression
+// (none, fast = S2, good = zstd), CacheBytes = the shared budget, no value
+// separation (bwkv has no blob files yet),
 // Durability Relaxed / Sync. Updates are read-modify-write transactions;
 // ErrConflict counts in err_op. Reads use a fresh snapshot each (the hot
 // path docs/guarantees.md promises allocation-free) and GetAppend into the
@@ -23,6 +25,7 @@ func init() {
 type bwkvEngine struct {
 	db   *bwkv.DB
 	sync bool
+	comp bwkv.Compression
 	bufs sync.Pool // *[]byte scratch for the get of a read-modify-write
 }
 
@@ -31,15 +34,22 @@ func openBwkv(cfg Config) (Engine, error) {
 	if cfg.Durability == Durable {
 		dur = bwkv.DurabilitySync
 	}
+	comp := bwkv.CompressionNone
+	switch cfg.Compression {
+	case "fast":
+		comp = bwkv.CompressionS2
+	case "good":
+		comp = bwkv.CompressionZstd
+	}
 	db, err := bwkv.Open(cfg.Dir, &bwkv.Options{
 		Durability:  dur,
 		CacheBytes:  cfg.CacheBytes,
-		Compression: bwkv.CompressionNone,
+		Compression: comp,
 	})
 	if err != nil {
 		return nil, err
 	}
-	e := &bwkvEngine{db: db, sync: cfg.Durability == Durable}
+	e := &bwkvEngine{db: db, sync: cfg.Durability == Durable, comp: comp}
 	e.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
 	return e, nil
 }
@@ -169,7 +179,7 @@ func (e *bwkvEngine) Info() Info {
 	return Info{
 		Durability: d,
 		UpdateMode: "rmw_txn",
-		Settings:   "CompressionNone; CacheBytes = budget; no value separation (blob files not built)",
+		Settings:   fmt.Sprintf("Compression %v; CacheBytes = budget; no value separation (blob files not built)", e.comp),
 	}
 }
 

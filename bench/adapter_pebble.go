@@ -38,9 +38,10 @@ func init() {
 }
 
 type pebbleEngine struct {
-	db  *pebble.DB
-	wo  *pebble.WriteOptions
-	rmw bool // read the key before each Set (engine "pebble-rmw")
+	db   *pebble.DB
+	wo   *pebble.WriteOptions
+	comp string // the compression setting, for Info
+	rmw  bool   // read the key before each Set (engine "pebble-rmw")
 }
 
 func openPebble(cfg Config) (Engine, error) {
@@ -66,7 +67,14 @@ func openPebble(cfg Config) (Engine, error) {
 		l.FilterType = pebble.TableFilter
 	}
 	opts.Levels[len(opts.Levels)-1].FilterPolicy = pebble.NoFilterPolicy
-	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	comp, compName := pebble.DBCompressionNone, "no compression"
+	switch cfg.Compression {
+	case "fast":
+		comp, compName = pebble.DBCompressionFastest, "DBCompressionFastest"
+	case "good":
+		comp, compName = pebble.DBCompressionGood, "DBCompressionGood"
+	}
+	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return comp })
 	threshold := cfg.ValueThreshold
 	opts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{
@@ -86,7 +94,7 @@ func openPebble(cfg Config) (Engine, error) {
 	if cfg.Durability == Durable {
 		wo = pebble.Sync
 	}
-	return &pebbleEngine{db: db, wo: wo}, nil
+	return &pebbleEngine{db: db, wo: wo, comp: compName}, nil
 }
 
 // quietPebbleLogger drops Pebble's informational log lines and keeps errors.
@@ -193,7 +201,7 @@ func (e *pebbleEngine) Info() Info {
 	return Info{
 		Durability: fmt.Sprintf("pebble.WriteOptions.Sync=%t", e.wo.Sync),
 		UpdateMode: map[bool]string{false: "blind_set", true: "get_then_set"}[e.rmw],
-		Settings:   "no compression; block cache = budget; 64 MiB memtables x4; L0 2/1000; LBase 64 MiB; 32 KiB blocks; bloom 10; value separation >= threshold; FormatNewest",
+		Settings:   e.comp + "; block cache = budget; 64 MiB memtables x4; L0 2/1000; LBase 64 MiB; 32 KiB blocks; bloom 10; value separation >= threshold; FormatNewest",
 	}
 }
 

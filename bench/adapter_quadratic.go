@@ -22,7 +22,12 @@ type quadraticEngine struct {
 	entries []qEntry // sorted by key; guarded by mu
 }
 
-func openQuadratic(Config) (Engine, error) { return &quadraticEngine{}, nil }
+func openQuadratic(cfg Config) (Engine, error) {
+	if _, err := cfg.compressed("quadratic", false); err != nil {
+		return nil, err
+	}
+	return &quadraticEngine{}, nil
+}
 
 // put inserts or replaces key with a linear scan (the O(n) step) and returns
 // the previous value (nil, false when absent). The caller holds mu.

@@ -31,6 +31,8 @@ type BulkOptions struct {
 	Records        int
 	KeySize        int
 	ValueSize      int
+	ValueKind      string // random or text (ParseValueKind)
+	Compression    string // none, fast or good (ParseCompression)
 	Order          string // "seq" (ascending keys) or "random" (a seeded permutation)
 	TxnSize        int
 	Window         int
@@ -46,7 +48,7 @@ type BulkOptions struct {
 // DefaultBulkOptions are the harness's defaults.
 func DefaultBulkOptions() BulkOptions {
 	return BulkOptions{
-		Records: 100000, KeySize: 32, ValueSize: 1024, Order: "seq", TxnSize: 1,
+		Records: 100000, KeySize: 32, ValueSize: 1024, ValueKind: string(ValueRandom), Order: "seq", TxnSize: 1,
 		Window: 500, Durability: "relaxed", MaxSecs: 600, Seed: 1,
 		CacheBytes: 256 << 20, ValueThreshold: 8192,
 	}
@@ -185,6 +187,12 @@ func (o *BulkOptions) Validate() error {
 	if o.KeySize < 16 || o.ValueSize < 1 {
 		errs = append(errs, errors.New("--key-size must be >= 16 and --value-size >= 1"))
 	}
+	if _, err := ParseValueKind(o.ValueKind); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ParseCompression(o.Compression); err != nil {
+		errs = append(errs, err)
+	}
 	if o.TxnSize <= 0 || o.Window <= 0 {
 		errs = append(errs, errors.New("--txn-size and --window must be > 0"))
 	}
@@ -222,6 +230,7 @@ func Bulk(o BulkOptions, rowsOut io.Writer) (BulkSummary, error) {
 	eng, err := Open(o.Engine, Config{
 		Dir: o.Path, Durability: dur, CacheBytes: o.CacheBytes,
 		ValueThreshold: o.ValueThreshold, KeySize: o.KeySize, ValueSize: o.ValueSize,
+		Compression: o.Compression,
 	})
 	if err != nil {
 		return BulkSummary{}, fmt.Errorf("open %s: %w", o.Engine, err)
@@ -231,7 +240,10 @@ func Bulk(o BulkOptions, rowsOut io.Writer) (BulkSummary, error) {
 	fmt.Fprintln(rowsOut, BulkWindowHeader)
 	bar := NewProgress(o.Progress, int64(o.Records), "import")
 	defer bar.Done()
-	value := FillValue(o.ValueSize)
+	values, err := NewValues(ValueKind(o.ValueKind), o.ValueSize, o.Seed)
+	if err != nil {
+		return BulkSummary{}, err
+	}
 	key := make([]byte, 0, o.KeySize+16)
 	all := NewLatency()
 	winLat := make([]time.Duration, 0, o.Window+o.Window/o.TxnSize+2)
@@ -266,7 +278,7 @@ func Bulk(o BulkOptions, rowsOut io.Writer) (BulkSummary, error) {
 		}
 		key = AppendKey(key[:0], uint64(id), o.KeySize)
 		t := time.Now()
-		err := batch.Put(key, value)
+		err := batch.Put(key, values.At(uint64(id)))
 		record(time.Since(t))
 		if err != nil {
 			batch.Rollback()

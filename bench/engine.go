@@ -75,6 +75,30 @@ type Config struct {
 	ValueThreshold int   // values >= this go to a separate value store where one exists
 	KeySize        int
 	ValueSize      int
+	// Compression is --compression: "" or "none", "fast" or "good", each
+	// engine's codecs for it (bwkv S2 / zstd, Pebble Fastest / Good,
+	// Badger Snappy / ZSTD); an engine without compression refuses
+	// anything but none.
+	Compression string
+}
+
+// ParseCompression checks a --compression flag.
+func ParseCompression(s string) error {
+	switch s {
+	case "", "none", "fast", "good":
+		return nil
+	}
+	return fmt.Errorf("invalid --compression %q (supported: none, fast, good)", s)
+}
+
+// compressed reports whether cfg asks for compression, and refuses it
+// for an engine that has none.
+func (cfg Config) compressed(engine string, has bool) (bool, error) {
+	on := cfg.Compression != "" && cfg.Compression != "none"
+	if on && !has {
+		return false, fmt.Errorf("%s has no compression (--compression %s)", engine, cfg.Compression)
+	}
+	return on, nil
 }
 
 // ErrNotFound is returned by Engine.Read for a missing key.

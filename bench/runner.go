@@ -22,6 +22,8 @@ type RunOptions struct {
 	Threads        int
 	KeySize        int
 	ValueSize      int
+	ValueKind      string // random or text (ParseValueKind)
+	Compression    string // none, fast or good (ParseCompression)
 	PrefillKeys    int
 	WarmupSecs     int
 	MeasureSecs    int
@@ -49,7 +51,7 @@ type RunOptions struct {
 // DefaultRunOptions returns kv_bench's defaults where it has one.
 func DefaultRunOptions() RunOptions {
 	return RunOptions{
-		Threads: 1, KeySize: 16, ValueSize: 1024, Iterations: 10000, ScanLen: 100,
+		Threads: 1, KeySize: 16, ValueSize: 1024, ValueKind: string(ValueRandom), Iterations: 10000, ScanLen: 100,
 		ZipfTheta: 0.99, ReadPath: "snapshot", Durability: "relaxed",
 		CacheBytes: 256 << 20, ValueThreshold: 8192,
 	}
@@ -66,6 +68,12 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.KeySize < 16 || o.ValueSize < 16 {
 		errs = append(errs, errors.New("--key-size and --value-size must be >= 16"))
+	}
+	if _, err := ParseValueKind(o.ValueKind); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ParseCompression(o.Compression); err != nil {
+		errs = append(errs, err)
 	}
 	if o.ZipfTheta <= 0 || o.ZipfTheta >= 1 {
 		errs = append(errs, errors.New("--zipf-theta must be in (0, 1)"))
@@ -141,6 +149,7 @@ func Run(o RunOptions) (*Result, error) {
 	eng, err := Open(o.Engine, Config{
 		Dir: o.Path, Durability: dur, CacheBytes: o.CacheBytes,
 		ValueThreshold: o.ValueThreshold, KeySize: o.KeySize, ValueSize: o.ValueSize,
+		Compression: o.Compression,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", o.Engine, err)
@@ -153,7 +162,11 @@ func Run(o RunOptions) (*Result, error) {
 	}()
 
 	t0 := time.Now()
-	if err := Prefill(eng, nkeys, o.Threads, o.KeySize, o.ValueSize, o.Progress); err != nil {
+	values, err := NewValues(ValueKind(o.ValueKind), o.ValueSize, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := PrefillValues(eng, nkeys, o.Threads, o.KeySize, values, o.Progress); err != nil {
 		return nil, fmt.Errorf("prefill: %w", err)
 	}
 	prefillSecs := time.Since(t0).Seconds()
@@ -163,7 +176,7 @@ func Run(o RunOptions) (*Result, error) {
 	}
 	settleSecs := time.Since(t0).Seconds()
 
-	m, err := measure(eng, w, chooser, readPath, o)
+	m, err := measure(eng, w, chooser, readPath, o, values)
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +225,13 @@ func Run(o RunOptions) (*Result, error) {
 // where an engine's conflict detection is coarser than a key) retries the
 // batch.
 func Prefill(eng Engine, n, threads, keySize, valueSize int, progress bool) error {
+	return PrefillValues(eng, n, threads, keySize, &Values{vals: [][]byte{FillValue(valueSize)}}, progress)
+}
+
+// PrefillValues is Prefill with the value of id drawn from values.
+func PrefillValues(eng Engine, n, threads, keySize int, values *Values, progress bool) error {
 	bar := NewProgress(progress, int64(n), "prefill")
 	defer bar.Done()
-	value := FillValue(valueSize)
 	errs := make([]error, threads)
 	var wg sync.WaitGroup
 	for tid := 0; tid < threads; tid++ {
@@ -227,7 +244,7 @@ func Prefill(eng Engine, n, threads, keySize, valueSize int, progress bool) erro
 				hi := min(lo+PrefillBatch, start+length)
 				var err error
 				for attempt := 0; attempt < 10; attempt++ {
-					if err = putRange(eng, lo, hi, keySize, value, &key); err == nil {
+					if err = putRange(eng, lo, hi, keySize, values, &key); err == nil {
 						break
 					}
 				}
@@ -243,14 +260,14 @@ func Prefill(eng Engine, n, threads, keySize, valueSize int, progress bool) erro
 	return errors.Join(errs...)
 }
 
-func putRange(eng Engine, lo, hi, keySize int, value []byte, key *[]byte) error {
+func putRange(eng Engine, lo, hi, keySize int, values *Values, key *[]byte) error {
 	b, err := eng.Begin()
 	if err != nil {
 		return err
 	}
 	for id := lo; id < hi; id++ {
 		*key = AppendKey((*key)[:0], uint64(id), keySize)
-		if err := b.Put(*key, value); err != nil {
+		if err := b.Put(*key, values.At(uint64(id))); err != nil {
 			b.Rollback()
 			return err
 		}
@@ -270,7 +287,8 @@ type measured struct {
 type worker struct {
 	rng             *rand.Rand
 	key, lo, hi     []byte
-	buf, value      []byte
+	buf             []byte
+	values          *Values
 	lat             *Latency
 	total, errs     uint64
 	firstErrLogged  bool
@@ -292,7 +310,7 @@ func (wk *worker) op(timed bool) {
 		wk.buf, err = wk.eng.Read(wk.buf[:0], wk.key, wk.path)
 	case OpUpdate:
 		wk.key = AppendKey(wk.key[:0], id, wk.keySize)
-		err = wk.eng.Update(wk.key, wk.value)
+		err = wk.eng.Update(wk.key, wk.values.At(id+wk.total))
 	case OpScan:
 		wk.lo = AppendPrefix(wk.lo[:0], id)
 		wk.hi = PrefixUpperBound(wk.hi[:0], wk.lo)
@@ -337,7 +355,7 @@ func writeProfile(name, path string) error {
 	return f.Close()
 }
 
-func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOptions) (measured, error) {
+func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOptions, values *Values) (measured, error) {
 	workers := make([]*worker, o.Threads)
 	for tid := range workers {
 		workers[tid] = &worker{
@@ -346,7 +364,7 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 			lo:      make([]byte, 0, 16),
 			hi:      make([]byte, 0, 16),
 			buf:     make([]byte, 0, o.ValueSize+64),
-			value:   FillValue(o.ValueSize),
+			values:  values,
 			lat:     NewLatency(),
 			eng:     eng,
 			w:       w,
