@@ -358,7 +358,11 @@ func (db *DB) checkFiles() error {
 			// A retired file awaiting deletion (the GC unlinks it once
 			// no reader holds it; Open deletes it) is not an orphan.
 			_, pending := st.PendingDeletes[id]
-			if _, named := st.Files[id]; !named && !pending && id != writing {
+			// A read-only open leaves a crashed checkpoint's file (at or
+			// above the next file id) for the next read-write open to
+			// delete; it is not damage.
+			leftover := db.opts.ReadOnly && id >= st.NextFileID
+			if _, named := st.Files[id]; !named && !pending && !leftover && id != writing {
 				errs = append(errs, fmt.Errorf("bwkv: check: orphan data file %s", n))
 			}
 		}

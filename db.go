@@ -110,7 +110,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			return nil, fmt.Errorf("bwkv: open %s: %w", dir, err)
 		}
 	}
-	lk, err := fs.Lock(filepath.Join(dir, lockName))
+	lk, err := lockDir(fs, dir, o.ReadOnly)
 	if err != nil {
 		if errors.Is(err, vfs.ErrLocked) {
 			return nil, fmt.Errorf("bwkv: open %s: %w", dir, ErrLocked)

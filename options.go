@@ -85,8 +85,13 @@ type Options struct {
 	// at least 1. With the log and the manifest this keeps the directory
 	// within about 1.5x the live data under steady updates.
 	GCSpaceAmp float64
-	// ReadOnly opens without recovery writes or background work; writes
-	// return ErrReadOnly.
+	// ReadOnly opens without writing a byte: recovery's redo and undo run
+	// in memory only (the next read-write open repeats them for good), no
+	// orphan file is deleted, no log is truncated or recycled, the
+	// manifest is not touched, and the directory lock is taken shared, so
+	// any number of read-only handles coexist while a read-write open
+	// fails with ErrLocked. No background work runs; writes return
+	// ErrReadOnly.
 	ReadOnly bool
 	// ErrorIfNotExist makes Open fail if the database does not exist.
 	ErrorIfNotExist bool

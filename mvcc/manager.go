@@ -299,3 +299,6 @@ func (m *Manager) RetireAll() {
 	m.queue, m.qhead = nil, 0
 	m.low.Store(m.ts.Load() + 1)
 }
+
+// Start returns the reader's start timestamp.
+func (r *Reader) Start() uint64 { return r.start }

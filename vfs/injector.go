@@ -224,6 +224,15 @@ func (in *Injector) SyncDir(dir string) error {
 // Lock passes through.
 func (in *Injector) Lock(name string) (io.Closer, error) { return in.inner.Lock(name) }
 
+// LockShared passes through when the inner FS offers it; otherwise it
+// fails with errors.ErrUnsupported.
+func (in *Injector) LockShared(name string) (io.Closer, error) {
+	if sl, ok := in.inner.(SharedLocker); ok {
+		return sl.LockShared(name)
+	}
+	return nil, pathErr("lock", name, errors.ErrUnsupported)
+}
+
 // injFile counts the writes, syncs and truncates of an inner file. It is as
 // safe for concurrent use as the inner file.
 type injFile struct {

@@ -15,3 +15,7 @@ func (*osLock) Close() error { return nil }
 func lockFile(name string) (*osLock, error) {
 	return nil, &os.PathError{Op: "lock", Path: name, Err: errors.ErrUnsupported}
 }
+
+func lockFileShared(name string) (*osLock, error) {
+	return nil, &os.PathError{Op: "lock", Path: name, Err: errors.ErrUnsupported}
+}

@@ -18,6 +18,20 @@ func lockFile(name string) (*osLock, error) {
 	if err != nil {
 		return nil, err
 	}
+	return flockFile(f, name, syscall.LOCK_EX)
+}
+
+// lockFileShared takes flock(LOCK_SH|LOCK_NB) on an existing name, opened
+// read-only so that the lock writes nothing.
+func lockFileShared(name string) (*osLock, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return flockFile(f, name, syscall.LOCK_SH)
+}
+
+func flockFile(f *os.File, name string, how int) (*osLock, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
@@ -26,7 +40,7 @@ func lockFile(name string) (*osLock, error) {
 	var ferr error
 	cerr := rc.Control(func(fd uintptr) {
 		for {
-			ferr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
+			ferr = syscall.Flock(int(fd), how|syscall.LOCK_NB)
 			if !errors.Is(ferr, syscall.EINTR) {
 				return
 			}

@@ -60,6 +60,7 @@ type memNode struct {
 	synced  []byte     // contents as of the last File.Sync; never aliases data
 	pending []memWrite // writes and truncates since the last Sync, in order
 	locked  bool       // held through Lock
+	shared  int        // holders through LockShared
 
 	// Directories.
 	children       map[string]*memNode // current entries
@@ -439,18 +440,43 @@ func (m *MemFS) Lock(name string) (io.Closer, error) {
 	if n.isDir() {
 		return nil, pathErr("lock", name, syscall.EISDIR)
 	}
-	if n.locked {
+	if n.locked || n.shared > 0 {
 		return nil, pathErr("lock", name, ErrLocked)
 	}
 	n.locked = true
 	return &memLock{fs: m, n: n, name: name}, nil
 }
 
+// LockShared takes a shared lock on an existing file: it fails with
+// fs.ErrNotExist if the file is missing and with ErrLocked while an
+// exclusive Lock holds it.
+func (m *MemFS) LockShared(name string) (io.Closer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, base, err := m.parent(name)
+	if err != nil {
+		return nil, pathErr("lock", name, err)
+	}
+	n := d.children[base]
+	if n == nil {
+		return nil, pathErr("lock", name, os.ErrNotExist)
+	}
+	if n.isDir() {
+		return nil, pathErr("lock", name, syscall.EISDIR)
+	}
+	if n.locked {
+		return nil, pathErr("lock", name, ErrLocked)
+	}
+	n.shared++
+	return &memLock{fs: m, n: n, name: name, shared: true}, nil
+}
+
 type memLock struct {
-	fs   *MemFS
-	n    *memNode
-	name string
-	done bool // guarded by fs.mu
+	fs     *MemFS
+	n      *memNode
+	name   string
+	shared bool
+	done   bool // guarded by fs.mu
 }
 
 // Close releases the lock; a second Close returns os.ErrClosed.
@@ -461,7 +487,11 @@ func (l *memLock) Close() error {
 		return pathErr("unlock", l.name, os.ErrClosed)
 	}
 	l.done = true
-	l.n.locked = false
+	if l.shared {
+		l.n.shared--
+	} else {
+		l.n.locked = false
+	}
 	return nil
 }
 

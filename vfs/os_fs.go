@@ -88,3 +88,6 @@ func (osFS) SyncDir(dir string) error {
 // Closer releases the lock and closes the file; it is not safe to call Close
 // concurrently with itself.
 func (osFS) Lock(name string) (io.Closer, error) { return lockFile(name) }
+
+// LockShared takes a shared flock on an existing name (see lock_unix.go).
+func (osFS) LockShared(name string) (io.Closer, error) { return lockFileShared(name) }

@@ -54,3 +54,13 @@ type FS interface {
 	// needed, and fails at once if another holder has it. Close releases it.
 	Lock(name string) (io.Closer, error)
 }
+
+// SharedLocker is implemented by file systems that offer a shared lock,
+// which read-only opens take: any number of shared holders may coexist,
+// and a shared holder and an exclusive one exclude each other.
+type SharedLocker interface {
+	// LockShared takes a shared advisory lock on the named file, which must
+	// exist (it is never created, so a reader writes nothing), and fails at
+	// once with an error wrapping ErrLocked if an exclusive holder has it.
+	LockShared(name string) (io.Closer, error)
+}
