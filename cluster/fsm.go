@@ -52,7 +52,8 @@ type FSM struct {
 	gen    uint64
 	closed bool
 
-	applied atomic.Uint64
+	applied  atomic.Uint64
+	restores atomic.Uint64 // snapshots installed by Restore
 	// fatal holds the first error the FSM could not apply past (an I/O
 	// error on its database): from then on the state is behind the log and
 	// every Apply and read reports it.
@@ -103,6 +104,9 @@ func readApplied(db *bwkv.DB) (uint64, error) {
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
+
+// Restores returns how many snapshots Restore installed since OpenFSM.
+func (f *FSM) Restores() uint64 { return f.restores.Load() }
 
 // Applied returns the index of the last entry applied (0: none).
 func (f *FSM) Applied() uint64 { return f.applied.Load() }

@@ -291,15 +291,33 @@ func timeout(ctx context.Context) time.Duration {
 	return 0
 }
 
+// Uncertain reports whether an error from Update leaves the outcome
+// unknown: the batch may have been applied, or may still be. It is false
+// for nil, for a failed condition and for errors raised before the batch
+// entered the leader's log (not the leader, a leadership transfer in
+// progress, a full apply queue, a bad batch); those applied nothing.
+func Uncertain(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, ErrConditionFailed),
+		errors.Is(err, ErrNotLeader),
+		errors.Is(err, ErrBadBatch),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress),
+		errors.Is(err, raft.ErrEnqueueTimeout):
+		return false
+	}
+	return true
+}
+
 // Update replicates b and applies it on every node; it returns the raft
 // index the batch was applied at (the version of every key it wrote).
 // Only the leader accepts writes (*NotLeaderError otherwise). A failed
-// condition returns a *ConditionError and applies nothing. If ctx ends, or
-// raft reports raft.ErrLeadershipLost, the outcome is unknown: the batch
-// may still be applied.
+// condition returns a *ConditionError and applies nothing. Uncertain
+// tells the errors that leave the outcome unknown (ctx ended, leadership
+// lost, the node closed): the batch may still be applied.
 func (n *Node) Update(ctx context.Context, b *Batch) (uint64, error) {
 	if n.closed.Load() {
-		return 0, ErrClosed
+		return 0, fmt.Errorf("cluster: update: %w", &NotLeaderError{}) // nothing sent: certain
 	}
 	data, err := b.encode(nil)
 	if err != nil {
@@ -410,6 +428,10 @@ func (n *Node) Applied() uint64 { return n.fsm.Applied() }
 // Hash returns the state machine's content hash and the applied index it
 // describes (see FSM.Hash).
 func (n *Node) Hash() (uint64, [32]byte, error) { return n.fsm.Hash() }
+
+// Restores returns how many snapshots this node installed from the leader
+// since Open (a follower too far behind for the leader's log).
+func (n *Node) Restores() uint64 { return n.fsm.Restores() }
 
 // Snapshot asks raft to take a snapshot now (and compact its log).
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }

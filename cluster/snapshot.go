@@ -201,6 +201,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.db, f.gen = db, next
 	f.mu.Unlock()
 	f.setApplied(idx)
+	f.restores.Add(1)
 	_ = old.Close()
 	if err := os.RemoveAll(genDir(f.dir, gen)); err != nil {
 		return fmt.Errorf("cluster: restore snapshot: remove the old database: %w", err)
