@@ -115,6 +115,7 @@ type Node struct {
 	raft  *raft.Raft
 	fsm   *FSM
 	store *Store // nil when the caller supplied the log store
+	logs  raft.LogStore
 	trans raft.Transport
 	tcp   *raft.NetworkTransport // owned transport, nil otherwise
 
@@ -161,6 +162,7 @@ func Open(cfg Config) (n *Node, err error) {
 		cleanup = append(cleanup, func() { _ = n.store.Close() })
 		logs, stable = n.store, n.store
 	}
+	n.logs = logs
 	retain := cfg.SnapshotRetain
 	if retain == 0 {
 		retain = 2
@@ -350,6 +352,9 @@ func (n *Node) Get(ctx context.Context, key []byte) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if idx, err = n.lastCommand(idx); err != nil {
+		return nil, 0, err
+	}
 	if err := n.fsm.WaitApplied(ctx, idx); err != nil {
 		return nil, 0, err
 	}
@@ -375,6 +380,32 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("cluster: get: term changed: %w", n.notLeader())
 	}
 	return ci, nil
+}
+
+// lastCommand returns the index of the last command entry at or below
+// idx that the state machine has not applied yet (or its applied index).
+// Raft hands the FSM only command entries: a commit index that ends in a
+// no-op, barrier or configuration entry is never reached by the FSM's
+// applied index, so the read waits for the last command instead. The walk
+// covers only the trailing non-command entries (a leader's no-op and
+// barrier, configuration changes): a handful, since every term starts
+// with one and writes follow. A compacted entry is covered by a snapshot
+// the leader's own state machine took, so it is applied.
+func (n *Node) lastCommand(idx uint64) (uint64, error) {
+	var l raft.Log
+	for ; idx > n.fsm.Applied(); idx-- {
+		err := n.logs.GetLog(idx, &l)
+		if errors.Is(err, raft.ErrLogNotFound) {
+			return n.fsm.Applied(), nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("cluster: get: read log %d: %w", idx, err)
+		}
+		if l.Type == raft.LogCommand {
+			return idx, nil
+		}
+	}
+	return idx, nil
 }
 
 // StaleGet reads key from this node's state machine without contacting
