@@ -68,31 +68,31 @@ type Config struct {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.ID == "" {
-		errs = append(errs, errors.New("ID is required"))
+		errs = append(errs, errors.New("missing ID"))
 	}
 	if c.Dir == "" {
-		errs = append(errs, errors.New("Dir is required"))
+		errs = append(errs, errors.New("missing Dir"))
 	}
 	if (c.BindAddr == "") == (c.Transport == nil) {
 		errs = append(errs, errors.New("exactly one of BindAddr and Transport must be set"))
 	}
 	if c.AdvertiseAddr != "" && c.BindAddr == "" {
-		errs = append(errs, errors.New("AdvertiseAddr needs BindAddr"))
+		errs = append(errs, errors.New("an AdvertiseAddr needs a BindAddr"))
 	}
 	if (c.LogStore == nil) != (c.StableStore == nil) {
 		errs = append(errs, errors.New("set both LogStore and StableStore or neither"))
 	}
 	if c.LogStore != nil && c.LogOptions != nil {
-		errs = append(errs, errors.New("LogOptions has no effect with a caller's LogStore"))
+		errs = append(errs, errors.New("a caller's LogStore leaves LogOptions without effect"))
 	}
 	if c.LogOptions != nil && c.LogOptions.Durability != bwkv.DurabilitySync {
-		errs = append(errs, errors.New("LogOptions.Durability must be DurabilitySync"))
+		errs = append(errs, errors.New("the log store needs LogOptions.Durability = DurabilitySync"))
 	}
 	if c.FSMOptions != nil && c.FSMOptions.FS != nil {
-		errs = append(errs, errors.New("FSMOptions.FS is not supported"))
+		errs = append(errs, errors.New("unsupported FSMOptions.FS (snapshot install swaps OS directories)"))
 	}
 	if c.SnapshotRetain < 0 {
-		errs = append(errs, errors.New("SnapshotRetain must not be negative"))
+		errs = append(errs, errors.New("negative SnapshotRetain"))
 	}
 	if c.Raft != nil {
 		rc := *c.Raft
