@@ -281,7 +281,9 @@ func (n *Node) wait(ctx context.Context, f raft.Future, what string) error {
 	case errors.Is(err, raft.ErrNotLeader):
 		return fmt.Errorf("cluster: %s: %w", what, n.notLeader())
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return fmt.Errorf("cluster: %s: %w", what, ErrClosed)
+		// Both sentinels: the node is closed, and Uncertain must see that
+		// raft stopped with the operation possibly in its log.
+		return fmt.Errorf("cluster: %s: %w (%w)", what, ErrClosed, err)
 	}
 	return fmt.Errorf("cluster: %s: %w", what, err)
 }
@@ -297,10 +299,14 @@ func timeout(ctx context.Context) time.Duration {
 // unknown: the batch may have been applied, or may still be. It is false
 // for nil, for a failed condition and for errors raised before the batch
 // entered the leader's log (not the leader, a leadership transfer in
-// progress, a full apply queue, a bad batch); those applied nothing.
+// progress, a full apply queue, a bad batch, a node closed before the
+// call); those applied nothing.
 func Uncertain(err error) bool {
 	switch {
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return true
 	case err == nil,
+		errors.Is(err, ErrClosed), // returned before anything was sent
 		errors.Is(err, ErrConditionFailed),
 		errors.Is(err, ErrNotLeader),
 		errors.Is(err, ErrBadBatch),
@@ -319,7 +325,7 @@ func Uncertain(err error) bool {
 // lost, the node closed): the batch may still be applied.
 func (n *Node) Update(ctx context.Context, b *Batch) (uint64, error) {
 	if n.closed.Load() {
-		return 0, fmt.Errorf("cluster: update: %w", &NotLeaderError{}) // nothing sent: certain
+		return 0, fmt.Errorf("cluster: update: %w", ErrClosed) // nothing sent: certain
 	}
 	data, err := b.encode(nil)
 	if err != nil {
