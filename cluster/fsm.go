@@ -248,6 +248,11 @@ func (f *FSM) applyBatch(idx uint64, b *Batch) (cond, err error) {
 				return &ConditionError{Op: i, Key: bytes.Clone(op.Key), Version: ver}, nil
 			}
 		}
+		if errors.Is(err, bwkv.ErrKeyTooLarge) || errors.Is(err, bwkv.ErrValueTooLarge) {
+			// Deterministic on nodes with the same limits (Node.Update
+			// checks them first): reject the batch, do not stop applying.
+			return fmt.Errorf("%w: op %d (%s %q): %w", ErrBadBatch, i, op.Kind, op.Key, err), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("op %d (%s %q): %w", i, op.Kind, op.Key, err)
 		}
@@ -256,6 +261,16 @@ func (f *FSM) applyBatch(idx uint64, b *Batch) (cond, err error) {
 		return nil, err
 	}
 	return nil, tx.Commit()
+}
+
+// limits returns the largest user key and value a batch may carry: the
+// database's limits less the key prefix and the version.
+// (bwkv keeps the limits a database was created with; the requested ones,
+// with defaults, are what this sees: keep FSMOptions the same across
+// restarts and on every node).
+func (f *FSM) limits() (maxKey, maxValue int) {
+	o := f.opts.Clone().EnsureDefaults()
+	return o.MaxKeySize - 1, o.MaxValueSize - versionLen
 }
 
 // Get returns key's value and version from this node's state, without any

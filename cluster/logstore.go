@@ -38,7 +38,8 @@ const (
 // Store is safe for concurrent use. Slices it returns belong to the
 // caller.
 type Store struct {
-	db *bwkv.DB
+	db       *bwkv.DB
+	maxValue int // the database's MaxValueSize as requested (with defaults)
 
 	// mu serializes writes so the cached ends below always describe the
 	// committed log (raft appends from its main goroutine and compacts from
@@ -67,7 +68,7 @@ func OpenStore(dir string, opts *bwkv.Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open log store %s: %w", dir, err)
 	}
-	s := &Store{db: db}
+	s := &Store{db: db, maxValue: o.Clone().EnsureDefaults().MaxValueSize}
 	if err := s.loadEnds(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("cluster: open log store %s: %w", dir, err)

@@ -92,3 +92,24 @@ func TestMembership(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+// TestUpdateSizeLimits: a batch the state machine or the log store would
+// refuse is rejected by Update before it reaches the log (with certainty),
+// and the cluster goes on.
+func TestUpdateSizeLimits(t *testing.T) {
+	c := newTestCluster(t, 3)
+	_, ld := c.waitLeader()
+	ctx := context.Background()
+	big := make([]byte, 5<<20) // over the default 4 MiB MaxValueSize
+	for name, b := range map[string]*cluster.Batch{
+		"value":   new(cluster.Batch).Put([]byte("k"), big),
+		"key":     new(cluster.Batch).Put(make([]byte, 4096), []byte("v")),
+		"encoded": new(cluster.Batch).Put([]byte("a"), big[:3<<20]).Put([]byte("b"), big[:3<<20]),
+	} {
+		if _, err := ld.Update(ctx, b); !errors.Is(err, cluster.ErrBadBatch) || cluster.Uncertain(err) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	mustPut(t, c, "after", "ok")
+	c.converge()
+}

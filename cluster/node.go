@@ -331,6 +331,9 @@ func (n *Node) Update(ctx context.Context, b *Batch) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := n.checkSizes(b, len(data)); err != nil {
+		return 0, err
+	}
 	f := n.raft.Apply(data, timeout(ctx))
 	if err := n.wait(ctx, f, "update"); err != nil {
 		return 0, err
@@ -340,6 +343,32 @@ func (n *Node) Update(ctx context.Context, b *Batch) (uint64, error) {
 		return 0, fmt.Errorf("cluster: update: unexpected apply response %T", f.Response())
 	}
 	return res.Index, res.Err
+}
+
+// logEntryOverhead bounds what the log store adds to a batch's bytes
+// (codec version, type, flags, term, time, lengths).
+const logEntryOverhead = 64
+
+// checkSizes rejects a batch whose keys or values the state machine's
+// database would refuse, or whose encoding exceeds the log store's value
+// limit, before it reaches the log: once in the log, every node must
+// apply it, and a leader that cannot store an entry steps down.
+func (n *Node) checkSizes(b *Batch, encoded int) error {
+	maxKey, maxValue := n.fsm.limits()
+	for i, op := range b.Ops {
+		if len(op.Key) > maxKey {
+			return fmt.Errorf("%w: op %d: key of %d bytes (limit %d)", ErrBadBatch, i, len(op.Key), maxKey)
+		}
+		if op.Kind == OpPut && len(op.Value) > maxValue {
+			return fmt.Errorf("%w: op %d: value of %d bytes (limit %d)", ErrBadBatch, i, len(op.Value), maxValue)
+		}
+	}
+	if n.store != nil {
+		if lim := n.store.maxValue - logEntryOverhead; encoded > lim {
+			return fmt.Errorf("%w: %d bytes encoded, the log store takes %d", ErrBadBatch, encoded, lim)
+		}
+	}
+	return nil
 }
 
 // Get returns key's value and version with linearizable semantics: the
