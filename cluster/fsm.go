@@ -51,6 +51,8 @@ type FSM struct {
 	db     *bwkv.DB
 	gen    uint64
 	closed bool
+	// isClosed mirrors closed for WaitApplied, which must not take mu.
+	isClosed atomic.Bool
 
 	applied  atomic.Uint64
 	restores atomic.Uint64 // snapshots installed by Restore
@@ -131,6 +133,9 @@ func (f *FSM) WaitApplied(ctx context.Context, idx uint64) error {
 		}
 		if err := f.err(); err != nil {
 			return err
+		}
+		if f.isClosed.Load() {
+			return ErrClosed
 		}
 		select {
 		case <-ch:
@@ -363,6 +368,7 @@ func (f *FSM) Close() error {
 		return ErrClosed
 	}
 	f.closed = true
+	f.isClosed.Store(true)
 	err := f.db.Sync()
 	if cerr := f.db.Close(); err == nil {
 		err = cerr

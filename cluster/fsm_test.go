@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 	"github.com/bwkv/bwkv/cluster"
@@ -175,5 +177,36 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	}
 	if idx, sum, _ := dst.Hash(); idx != wantIdx || sum != wantSum {
 		t.Fatalf("after a failed restore: %d %x", idx, sum)
+	}
+}
+
+func TestFSMWaitApplied(t *testing.T) {
+	f := openFSM(t, t.TempDir())
+	done := make(chan error, 1)
+	go func() { done <- f.WaitApplied(context.Background(), 2) }()
+	apply(t, f, 1, new(cluster.Batch).Put([]byte("a"), []byte("1")))
+	select {
+	case err := <-done:
+		t.Fatalf("WaitApplied(2) returned at index 1: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	apply(t, f, 2, new(cluster.Batch).Put([]byte("a"), []byte("2")))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- f.WaitApplied(context.Background(), 10) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, cluster.ErrClosed) {
+		t.Fatalf("WaitApplied across Close: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g := openFSM(t, t.TempDir())
+	defer g.Close()
+	if err := g.WaitApplied(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitApplied with an ended ctx: %v", err)
 	}
 }
