@@ -368,3 +368,5 @@ func testNemesis(t *testing.T, n int) {
 		t.Logf("linearizability check timed out (inconclusive)")
 	}
 }
+
+func isNotFound(err error) bool { return errors.Is(err, errNotFound) }
