@@ -171,7 +171,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
 	}
-	if err := n.catchUpSnapshot(snaps); err != nil {
+	if err := n.catchUpSnapshot(snaps, logs); err != nil {
 		return nil, err
 	}
 	n.trans = cfg.Transport
@@ -222,12 +222,30 @@ func Open(cfg Config) (n *Node, err error) {
 // between raft saving an installed snapshot and the FSM swapping it in:
 // raft restarts from the snapshot's index (and may have dropped the log
 // before it), so the FSM must hold at least that state.
-func (n *Node) catchUpSnapshot(snaps raft.SnapshotStore) error {
+//
+// A snapshot's index may be ahead of the FSM's applied index without any
+// state missing: raft's index counts no-op, barrier and configuration
+// entries, which never reach the FSM. If the log still holds every entry
+// between the two and none is a command, the FSM is current and the
+// (possibly large) restore is skipped; the walk stops at the first entry
+// that is a command or no longer in the log.
+func (n *Node) catchUpSnapshot(snaps raft.SnapshotStore, logs raft.LogStore) error {
 	list, err := snaps.List()
 	if err != nil {
 		return fmt.Errorf("cluster: list snapshots: %w", err)
 	}
 	if len(list) == 0 || list[0].Index <= n.fsm.Applied() {
+		return nil
+	}
+	behind := false
+	var l raft.Log
+	for i := list[0].Index; i > n.fsm.Applied(); i-- {
+		if err := logs.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
+			behind = true
+			break
+		}
+	}
+	if !behind {
 		return nil
 	}
 	_, rc, err := snaps.Open(list[0].ID)

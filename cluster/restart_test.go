@@ -100,3 +100,37 @@ func TestRestartBehindSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartSnapshotEndsInBarrier: a snapshot whose index is a barrier
+// (never passed to the FSM) is not mistaken for a state the FSM lacks: a
+// clean restart installs nothing.
+func TestRestartSnapshotEndsInBarrier(t *testing.T) {
+	dir := t.TempDir()
+	_, tr := raft.NewInmemTransport("n0")
+	nd := openSingle(t, dir, tr)
+	ctx := context.Background()
+	for i := range 20 {
+		if _, err := nd.Update(ctx, new(cluster.Batch).Put([]byte(keyName(i)), []byte("v"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nd.Raft().Barrier(0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if li := nd.Raft().LastIndex(); li <= nd.Applied() {
+		t.Fatalf("setup: the log (last %d) should end past the FSM's applied index %d", li, nd.Applied())
+	}
+	want, wantSum, _ := nd.Hash()
+	if err := nd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nd = openSingle(t, dir, tr)
+	defer nd.Close()
+	got, sum, err := nd.Hash()
+	if err != nil || got != want || sum != wantSum || nd.Restores() != 0 {
+		t.Fatalf("after restart: index %d, %d restores, %v; want index %d, no restore", got, nd.Restores(), err, want)
+	}
+}
