@@ -83,6 +83,8 @@ stress() {
   step concurrency env BWKV_BANK_MS="${BWKV_BANK_MS:-30000}" BWKV_SMO_MS="${BWKV_SMO_MS:-30000}" \
     go test -race -count=1 -run '^(TestBank|TestConcurrentSMOs)$' .
   step invc2 env BWKV_INVC2_SEEDS="${BWKV_INVC2_SEEDS:-100}" go test -count=1 -run '^TestINVC2$' .
+  step cluster env BWKV_CLUSTER_SECONDS="${BWKV_CLUSTER_SECONDS:-300}" BWKV_CLUSTER_CRASH_ROUNDS="${BWKV_CLUSTER_CRASH_ROUNDS:-30}" \
+    go -C cluster test -race -count=1 -timeout 60m -run '^(TestNemesis|TestCrashKill9)$' .
 }
 
 # chaos_step is step for a verbose crash test: it shows the summary and
