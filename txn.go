@@ -164,10 +164,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		}
 		tx.db.markHot(stripe)
 	}
-	deadline := tx.deadline
-	if deadline.IsZero() {
-		deadline = time.Now().Add(tx.db.opts.LockTimeout)
-	}
+	deadline := tx.deadline // zero: set at the first wait (no clock read otherwise)
 	for {
 		holder, err := tx.writeOnce(key, value, del)
 		if holder == nil {
@@ -178,6 +175,9 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 			return err
 		}
 		markHot()
+		if deadline.IsZero() {
+			deadline = time.Now().Add(tx.db.opts.LockTimeout)
+		}
 		// Another active txn holds the key: wait for it to end with no
 		// page lock held, and without the txn's own mutex, so Close and
 		// the checkpointer's too-old scan never wait behind a waiter.
