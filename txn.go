@@ -358,7 +358,9 @@ func (tx *Txn) log(r *wal.Record) (wal.LSN, error) {
 }
 
 // Rollback undoes the transaction's writes. Rolling back a finished
-// transaction returns ErrTxnDone.
+// transaction returns ErrTxnDone; rolling back one doomed by ErrConflict
+// returns nil (the rollback is what the conflict calls for), so a deferred
+// Rollback needs no special case.
 func (tx *Txn) Rollback() error {
 	tx.mu.Lock()
 	if tx.done {
