@@ -102,7 +102,10 @@ type TxnStats struct {
 	// cycle, and LockTimeouts waited LockTimeout in vain.
 	Commits, Aborts, Conflicts, TooOld uint64
 	Deadlocks, LockTimeouts            uint64
-	Open                               int
+	// Requeued counts Update attempts restarted to queue behind a hot
+	// key's other writers instead of racing them (not conflicts).
+	Requeued uint64
+	Open     int
 	// OldestTxnAge is the age of the oldest open transaction;
 	// OldestSnapshotAge of the oldest open reader, snapshot or
 	// transaction (both pin the versions they can see).
@@ -173,6 +176,7 @@ func (db *DB) Stats() Stats {
 
 		Deadlocks:    db.stats.deadlocks.Load(),
 		LockTimeouts: db.stats.lockTimeouts.Load(),
+		Requeued:     db.stats.hotRestarts.Load(),
 	}
 	db.txMu.Lock()
 	s.Txn.Open = len(db.txns)
@@ -231,6 +235,7 @@ func (s Stats) Sub(prev Stats) Stats {
 	x.TooOld -= px.TooOld
 	x.Deadlocks -= px.Deadlocks
 	x.LockTimeouts -= px.LockTimeouts
+	x.Requeued -= px.Requeued
 	d.BackpressureStalls -= prev.BackpressureStalls
 	d.BackgroundErrors -= prev.BackgroundErrors
 	return d
@@ -318,6 +323,7 @@ func (s Stats) String() string {
 	row("txn", "too old", s.Txn.TooOld)
 	row("txn", "deadlocks", s.Txn.Deadlocks)
 	row("txn", "lock timeouts", s.Txn.LockTimeouts)
+	row("txn", "requeued", count(s.Txn.Requeued))
 	row("txn", "open", s.Txn.Open)
 	row("txn", "oldest txn age", s.Txn.OldestTxnAge)
 	row("txn", "oldest snapshot age", s.Txn.OldestSnapshotAge)

@@ -165,10 +165,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		}
 		tx.db.markHot(stripe)
 	}
-	deadline := tx.deadline
-	if deadline.IsZero() {
-		deadline = time.Now().Add(tx.db.opts.LockTimeout)
-	}
+	deadline := tx.deadline // zero: set at the first wait (no clock read otherwise)
 	for {
 		holder, err := tx.writeOnce(key, value, del)
 		if holder == nil {
@@ -179,6 +176,9 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 			return err
 		}
 		markHot()
+		if deadline.IsZero() {
+			deadline = time.Now().Add(tx.db.opts.LockTimeout)
+		}
 		// Another active txn holds the key: wait for it to end with no
 		// page lock held, and without the txn's own mutex, so Close and
 		// the checkpointer's too-old scan never wait behind a waiter.
@@ -370,7 +370,9 @@ func (tx *Txn) log(r *wal.Record) (wal.LSN, error) {
 }
 
 // Rollback undoes the transaction's writes. Rolling back a finished
-// transaction returns ErrTxnDone.
+// transaction returns ErrTxnDone; rolling back one doomed by ErrConflict
+// returns nil (the rollback is what the conflict calls for), so a deferred
+// Rollback needs no special case.
 func (tx *Txn) Rollback() error {
 	tx.mu.Lock()
 	if tx.done {

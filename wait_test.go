@@ -228,8 +228,8 @@ func TestHotCounterUpdate(t *testing.T) {
 		t.Fatalf("counter = %d, want %d", got, want)
 	}
 	st := db.Stats().Txn
-	t.Logf("%d increments in %v (%.0f/s), fn runs %d, conflicts %d", workers*per, d,
-		float64(workers*per)/d.Seconds(), runs.Load(), st.Conflicts)
+	t.Logf("%d increments in %v (%.0f/s), fn runs %d, conflicts %d, requeued %d", workers*per, d,
+		float64(workers*per)/d.Seconds(), runs.Load(), st.Conflicts, st.Requeued)
 }
 
 func increment(tx *bwkv.Txn, key []byte) error {
