@@ -39,7 +39,7 @@ const (
 	// does not fit the cache; what stays is the cache (1 MiB, hard limit
 	// 2x + 4 MiB), dirty pages (2x CheckpointBytes), inner pages, the
 	// ledger, the open txns and the runtime's own slack.
-	soakHeapBound = 96 << 20
+	soakHeapBound = 64 << 20
 	// soakFDBound: MaxOpenFiles, plus the log, manifest, lock, directory,
 	// a file being written, a GC output and the test binary's own.
 	soakFDBound = 32 + 24
@@ -350,6 +350,10 @@ func TestSoak(t *testing.T) {
 			}
 		}
 		soakReopenCheck(t, dir, m)
+		files, _ := filepath.Glob(filepath.Join(dir, "*.data"))
+		if rounds == 1 || time.Now().After(end) || rounds%10 == 0 {
+			t.Logf("round %d: %d data files after recovery", rounds, len(files))
+		}
 	}
 	if commits == 0 || peak.samples == 0 {
 		t.Fatalf("%d acknowledged commits, %d samples: the children did nothing", commits, peak.samples)
