@@ -181,8 +181,11 @@ func (db *DB) evictLoop() {
 // it and return when their generation is published or they are reloaded.
 func (db *DB) evict(max int) {
 	target := db.budget() - db.opts.CacheBytes/10
-	if max < 0 {
-		max = db.pt.Candidates()
+	if n := db.pt.Candidates(); max < 0 || max > n {
+		// At most one visit per candidate: a second visit in the same
+		// pass would drop a page whose reference bit this pass cleared
+		// (one its caller is about to use).
+		max = n
 	}
 	for i := 0; i < max && db.leafResident() > target; i++ {
 		pid, ok := db.pt.Dequeue()

@@ -122,7 +122,7 @@ func TestCacheBounded(t *testing.T) {
 // pages, inner pages alone hold more than the cache's hard limit (2x the
 // budget + 4 MiB). They cannot be evicted and a checkpoint cannot shrink
 // them, so they must not make writers wait: 100 puts afterwards take no
-// backpressure stall and force no checkpoint. Before inner pages were
+// backpressure stall and force at most a few checkpoints. Before inner pages were
 // accounted apart, each of those puts forced a cut and waited for it
 // (100 puts: 100 checkpoints, 99 stalls).
 func TestInnerPagesDoNotStall(t *testing.T) {
@@ -179,8 +179,11 @@ func TestInnerPagesDoNotStall(t *testing.T) {
 	ckpts := after.Checkpoint.Count - before.Checkpoint.Count
 	t.Logf("%d keys, %d leaves: inner pages %d KiB (%.0f bytes per leaf), resident %d KiB; 100 puts: %v, %d stalls, %d checkpoints",
 		n, before.Tree.Leaves, before.Cache.InnerBytes>>10, float64(before.Cache.InnerBytes)/float64(before.Tree.Leaves), before.Cache.Bytes>>10, el, stalls, ckpts)
-	if stalls != 0 || ckpts > 1 {
-		t.Fatalf("100 puts: %d backpressure stalls, %d checkpoints; want none (inner pages cannot be freed by a cut)", stalls, ckpts)
+	// The puts reload and dirty leaves, so the evictor may still ask for
+	// a few cuts that free those; the bug was one cut and one stall per
+	// put.
+	if stalls != 0 || ckpts > 10 {
+		t.Fatalf("100 puts: %d backpressure stalls, %d checkpoints; want no stall and a few cuts at most (inner pages cannot be freed by a cut)", stalls, ckpts)
 	}
 }
 
@@ -252,5 +255,95 @@ func TestLedgerBounded(t *testing.T) {
 	}
 	if resident > st.Tree.Leaves/2 {
 		t.Fatalf("%d of %d pages resident through a 64 KiB cache: the test proves nothing", resident, st.Tree.Leaves)
+	}
+}
+
+// TestReadOnlyTinyCache: a read-only DB has no evictor goroutine, so its
+// readers evict themselves after each load; with a 1-byte cache every
+// read evicts. Recovery with a log to redo loads pages under their locks
+// too. Reads, scans and concurrent readers must all finish and return the
+// data (a hang detector bounds the test, it asserts no timing).
+func TestReadOnlyTinyCache(t *testing.T) {
+	dir := t.TempDir()
+	o := &bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, Durability: bwkv.DurabilitySync}
+	db, err := bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
+	put := func(lo, hi int, v string) {
+		err := db.Update(func(tx *bwkv.Txn) error {
+			for i := lo; i < hi; i++ {
+				if err := tx.Put(key(i), []byte(v)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0, n, "a")
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	// Updates after the checkpoint: the read-only open redoes them from
+	// the log onto pages it loads.
+	for i := 0; i < n; i += 100 {
+		put(i, i+50, "b")
+	}
+	db.Close()
+	ro, err := bwkv.Open(dir, &bwkv.Options{ReadOnly: true, CacheBytes: 1, PageSplitEntries: 8, DeltaChainMax: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	want := func(i int) string {
+		if i%100 < 50 {
+			return "b"
+		}
+		return "a"
+	}
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := g; i < n; i += 4 {
+				v, err := ro.Get(key(i))
+				if err != nil || string(v) != want(i) {
+					done <- fmt.Errorf("get %s: %q, %v", key(i), v, err)
+					return
+				}
+			}
+			s, _ := ro.NewSnapshot()
+			defer s.Close()
+			it, _ := s.NewIter(nil)
+			defer it.Close()
+			c := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				if string(it.Value()) != want(c) {
+					done <- fmt.Errorf("scan %s: %q", it.Key(), it.Value())
+					return
+				}
+				c++
+			}
+			if err := it.Error(); err != nil || c != n {
+				done <- fmt.Errorf("scan: %d keys, %v", c, err)
+				return
+			}
+			done <- nil
+		}()
+	}
+	hang := time.After(60 * time.Second) // hang detector only
+	for range 4 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-hang:
+			t.Fatal("read-only readers with a tiny cache hung (a page lock re-entered while evicting?)")
+		}
 	}
 }

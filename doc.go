@@ -89,9 +89,12 @@
 //   - CacheBytes bounds clean pages: the evictor shrinks clean leaves to
 //     stubs (fences, a key filter, the durable head) and drops idle stubs;
 //     dirty pages stay until a checkpoint publishes them (they are not
-//     part of the budget), and writers wait when resident pages pass
-//     twice CacheBytes plus 4 MiB plus the unpublished frames. Reads of an
-//     evicted leaf take its page lock briefly to install what they read.
+//     part of the budget), and writers wait when resident leaves pass
+//     twice CacheBytes plus 4 MiB plus the unpublished frames. Inner
+//     pages stay resident outside the budget (about separator + 40 bytes
+//     per leaf; Stats.Cache.InnerBytes). Reads of an evicted leaf take its
+//     page lock briefly to install what they read. At most MaxOpenFiles
+//     data files stay open (least recently used ones are closed).
 //   - The data-file GC runs in the checkpointer: under a write load that
 //     outruns it, writers see backpressure during a round as during a
 //     checkpoint. A read-only DB runs no GC.

@@ -39,7 +39,7 @@ const (
 	// does not fit the cache; what stays is the cache (1 MiB, hard limit
 	// 2x + 4 MiB), dirty pages (2x CheckpointBytes), inner pages, the
 	// ledger, the open txns and the runtime's own slack.
-	soakHeapBound = 96 << 20
+	soakHeapBound = 64 << 20
 	// soakFDBound: MaxOpenFiles, plus the log, manifest, lock, directory,
 	// a file being written, a GC output and the test binary's own.
 	soakFDBound = 32 + 24
@@ -48,11 +48,20 @@ const (
 	// plus a chain not yet consolidated (up to 6x DeltaChainMax on a stub
 	// that took blind writes).
 	soakVersionBound = 16 + 2 + 6*4
-	// soakFileBound: data files. The GC rewrites files below 90% live;
-	// small fully-live files are not merged yet, so the count follows the
-	// number of recent checkpoints whose frames are all live.
-	soakFileBound = 600
+	// Data files: O(live data / DataFileBytes). The GC rewrites files
+	// below 90% live and keeps the space amplification near 1.1, and a
+	// checkpoint writes about CheckpointBytes (2x DataFileBytes) per file,
+	// so the count stays within soakFilesPerTarget x live / DataFileBytes
+	// plus soakFileSlack (the files of the last checkpoints and a GC
+	// round in flight).
+	soakFilesPerTarget = 2
+	soakFileSlack      = 64
 )
+
+// soakFileBound is the data-file bound for live bytes of live data.
+func soakFileBound(live int64) int {
+	return int(soakFilesPerTarget*live/soakOptions().DataFileBytes) + soakFileSlack
+}
 
 func soakOptions() *bwkv.Options {
 	return &bwkv.Options{
@@ -292,6 +301,7 @@ func TestSoakChild(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		fds := countFDs()
 		files, _ := filepath.Glob(filepath.Join(dir, "*.data"))
+		live := db.Stats().GC.LiveBytes
 		vers := 0
 		for i := 0; i < crashKeys; i++ {
 			n, err := db.KeyVersions(crashKey(i))
@@ -300,14 +310,16 @@ func TestSoakChild(t *testing.T) {
 			}
 			vers = max(vers, n)
 		}
-		out.line("M heap=%d fds=%d files=%d versions=%d", ms.HeapInuse, fds, len(files), vers)
+		out.line("M heap=%d fds=%d files=%d versions=%d live=%d", ms.HeapInuse, fds, len(files), vers, live)
 		switch {
 		case ms.HeapInuse > soakHeapBound:
 			fail("heap in use %d > %d", ms.HeapInuse, soakHeapBound)
 		case fds > soakFDBound:
 			fail("%d open descriptors > %d", fds, soakFDBound)
-		case len(files) > soakFileBound:
-			fail("%d data files > %d", len(files), soakFileBound)
+		case live > 0 && len(files) > soakFileBound(live):
+			// (live is 0 until the first GC round after Open reads the
+			// accounting: no bound is checked before.)
+			fail("%d data files > %d (%d live bytes)", len(files), soakFileBound(live), live)
 		case vers > soakVersionBound:
 			fail("%d versions of one key > %d", vers, soakVersionBound)
 		}
@@ -327,7 +339,8 @@ func TestSoak(t *testing.T) {
 	m := newCrashModel()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	end := time.Now().Add(time.Duration(minutes * float64(time.Minute)))
-	var peak struct{ heap, fds, files, vers, samples int }
+	var peak struct{ heap, fds, files, vers, samples, live, fileRoom int }
+	peak.fileRoom = 1 << 30 // the smallest margin under the file bound
 	rounds, commits := 0, 0
 	for time.Now().Before(end) {
 		rounds++
@@ -341,22 +354,30 @@ func TestSoak(t *testing.T) {
 			case strings.HasPrefix(l, "X "), strings.HasPrefix(l, "open error"):
 				t.Fatalf("round %d: %s", rounds, l)
 			case strings.HasPrefix(l, "M "):
-				var h, f, n, v int
-				if _, err := fmt.Sscanf(l, "M heap=%d fds=%d files=%d versions=%d", &h, &f, &n, &v); err == nil {
+				var h, f, n, v, lv int
+				if _, err := fmt.Sscanf(l, "M heap=%d fds=%d files=%d versions=%d live=%d", &h, &f, &n, &v, &lv); err == nil {
 					peak.heap, peak.fds = max(peak.heap, h), max(peak.fds, f)
 					peak.files, peak.vers = max(peak.files, n), max(peak.vers, v)
+					peak.live = max(peak.live, lv)
+					if lv > 0 {
+						peak.fileRoom = min(peak.fileRoom, soakFileBound(int64(lv))-n)
+					}
 					peak.samples++
 				}
 			}
 		}
 		soakReopenCheck(t, dir, m)
+		files, _ := filepath.Glob(filepath.Join(dir, "*.data"))
+		if rounds == 1 || time.Now().After(end) || rounds%10 == 0 {
+			t.Logf("round %d: %d data files after recovery", rounds, len(files))
+		}
 	}
 	if commits == 0 || peak.samples == 0 {
 		t.Fatalf("%d acknowledged commits, %d samples: the children did nothing", commits, peak.samples)
 	}
 	t.Logf("soak %.1f min: %d kill -9 rounds, %d acknowledged commits, %d samples", minutes, rounds, commits, peak.samples)
-	t.Logf("peaks (bounds): heap in use %d MiB (%d), descriptors %d (%d), data files %d (%d), versions of one key %d (%d)",
-		peak.heap>>20, soakHeapBound>>20, peak.fds, soakFDBound, peak.files, soakFileBound, peak.vers, soakVersionBound)
+	t.Logf("peaks (bounds): heap in use %d MiB (%d), descriptors %d (%d), data files %d (bound %d x live/DataFileBytes + %d; live peak %d KiB; smallest margin %d files), versions of one key %d (%d)",
+		peak.heap>>20, soakHeapBound>>20, peak.fds, soakFDBound, peak.files, soakFilesPerTarget, soakFileSlack, peak.live>>10, peak.fileRoom, peak.vers, soakVersionBound)
 }
 
 // soakRunChild runs one child for life, then kills it with SIGKILL, and

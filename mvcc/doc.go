@@ -23,6 +23,13 @@
 // (ts.Load()) in its slot before it samples its start, so a scan that misses
 // the slot began before the sample, and W <= the scan's first ts <= start.
 //
+// Once sampled, the start replaces the bound in the slot (Settle; until
+// then the slot is marked provisional). Consolidation reads the settled
+// starts to keep, per key, only the newest version at or below each of
+// them (Manager.Readers, node.Retention); for a provisional slot, and for
+// a reader registering during the read, it keeps every committed version
+// above the bound instead, so a reader it cannot see yet loses nothing.
+//
 // The registry is sharded: slots are padded to cache lines and claimed by
 // CAS at a random shard, so NewSnapshot/Close are O(1), allocation-free and
 // contention-free across cores; the watermark scan touches every slot but

@@ -123,7 +123,7 @@ func (m *Manager) Begin() *Txn {
 
 // RegisterSnapshot registers a snapshot reader in g and returns its start
 // timestamp: the registration (a lower bound) precedes the sample, so the
-// watermark never passes the snapshot (docs/guarantees.md), and then the slot is
+// watermark never passes the snapshot (package doc), and then the slot is
 // settled to the exact start for consolidation's retention. O(1).
 func (m *Manager) RegisterSnapshot(g *Reg) uint64 {
 	m.reg.Register(g, m.ts.Load())

@@ -13,12 +13,20 @@
 // itself: versions of one key are ordered newest first, and a CLR of txn T
 // hides every version of T for that key (the rollback compensated them).
 //
-// Retention (consolidation): versions of txids >= the lowest unretired txid
-// are all kept; among older (retired) versions, a txn masked by its CLR is
-// dropped with the CLR, the newest remaining one is kept unless it is a
-// tombstone, and everything older is dropped. Every live reader started
-// after every retired commit, so the newest retired version is the one each
-// of them sees when no unretired version is visible to it (docs/guarantees.md).
+// Retention (consolidation, Retention): per key, versions of unretired
+// txns that have not committed (active, committing, in doubt, aborted
+// with their CLRs) are all kept; among committed unretired versions, the
+// newest is kept, and an older one only if it is the newest at or below
+// some registered reader's start (or the bound for readers not yet
+// listed); among retired versions, a txn masked by its CLR is dropped with
+// the CLR, the newest remaining one is kept unless it is a tombstone, and
+// everything older is dropped. Every live reader started after every
+// retired commit, so the newest retired version is the one each of them
+// sees when no unretired version is visible to it. A key thus keeps at
+// most (distinct reader starts + 2) versions besides uncommitted ones,
+// whatever the update rate, and consolidation costs O(versions · log
+// readers), the reader set fetched once and only when some key has two
+// committed unretired versions.
 //
 // # Stubs
 //

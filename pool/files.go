@@ -15,7 +15,7 @@ import (
 // readers hold at the same time, so open descriptors stay at most
 // max(Max, concurrent readers).
 //
-// Retire serves the GC (docs/crash-safety.md): a retired file gets no new handle
+// Retire serves the data-file GC (gc package doc): a retired file gets no new handle
 // (Acquire returns an error wrapping ErrRetired, and the caller re-reads
 // its address map) and is closed by whoever drops its last handle; the
 // channel Retire returns is closed then, and only then may the file be

@@ -480,6 +480,12 @@ func (t *Tree) fullOnce(pid pagetable.PID, p *node.Page) (*node.Page, error) {
 // The page becomes an eviction candidate and the engine checks its budget.
 func (t *Tree) install(slot *pagetable.Slot[node.Page], pid pagetable.PID, p *node.Page) {
 	t.pt.Account(slot, int64(p.Bytes()), p.Base.Level > 0)
+	// The loader is about to use the page: it starts with its reference
+	// bit set, so an eviction pass run by the loader itself (a read-only
+	// DB evicts in Loaded, below) cannot drop it before the loader's
+	// write or read takes it (it would reload it and evict it again,
+	// forever).
+	slot.Touched()
 	slot.Store(p)
 	slot.Mu.Unlock()
 	t.loads.Add(1)

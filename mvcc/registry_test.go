@@ -1,0 +1,67 @@
+package mvcc
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestRegistryStarts: a registration is provisional (a lower bound) until
+// settled; Starts reports settled starts and the lowest provisional bound,
+// Min every registration, overflow registrations included.
+func TestRegistryStarts(t *testing.T) {
+	r := NewRegistry()
+	regs := make([]Reg, len(r.shards)*slotsPerShard+3) // the last 3 overflow
+	for i := range regs {
+		r.Register(&regs[i], uint64(100+i))
+	}
+	if _, p := r.Starts(nil, 1<<40); p != 100 {
+		t.Fatalf("provisional bound %d, want 100", p)
+	}
+	for i := range regs {
+		r.Settle(&regs[i], uint64(1000+i))
+	}
+	starts, p := r.Starts(nil, 1<<40)
+	slices.Sort(starts)
+	if p != 1<<40 || len(starts) != len(regs) || starts[0] != 1000 || starts[len(starts)-1] != uint64(1000+len(regs)-1) {
+		t.Fatalf("settled: %d starts [%d..], bound %d", len(starts), starts[0], p)
+	}
+	if m := r.Min(1 << 40); m != 1000 {
+		t.Fatalf("Min = %d, want 1000", m)
+	}
+	for i := range regs {
+		r.Unregister(&regs[i])
+	}
+	if starts, p := r.Starts(nil, 7); len(starts) != 0 || p != 7 {
+		t.Fatalf("after unregister: %v, %d", starts, p)
+	}
+}
+
+// TestManagerReaders: a txn's registration is settled at its txid, a
+// snapshot's at its start; Readers lists them sorted and distinct; a
+// committed txn's CommitTS is known until it retires.
+func TestManagerReaders(t *testing.T) {
+	m := NewManager(10, nil)
+	t1 := m.Begin()
+	var g1, g2 Reg
+	s1 := m.RegisterSnapshot(&g1)
+	s2 := m.RegisterSnapshot(&g2)
+	starts, p := m.Readers(nil)
+	if !slices.Equal(starts, []uint64{t1.ID}) || p < s1 || s1 != s2 || s1 != t1.ID {
+		t.Fatalf("readers %v bound %d; txn %d snapshots %d %d", starts, p, t1.ID, s1, s2)
+	}
+	m.SetCommitting(t1)
+	if _, ok := m.CommitTS(t1.ID); ok {
+		t.Fatal("committing txn reported committed")
+	}
+	c := m.Commit(t1)
+	if got, ok := m.CommitTS(t1.ID); !ok || got != c {
+		t.Fatalf("CommitTS = %d, %v; want %d", got, ok, c)
+	}
+	m.reg.Unregister(&g1)
+	m.reg.Unregister(&g2)
+	m.Begin() // moves the watermark past t1's commit
+	m.Retire()
+	if _, ok := m.CommitTS(t1.ID); ok {
+		t.Fatal("retired txn still has a commit timestamp")
+	}
+}
