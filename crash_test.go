@@ -372,7 +372,7 @@ func reopenCheck(t *testing.T, dir string, m *crashModel) {
 }
 
 func TestCrashKill9(t *testing.T) {
-	rounds := envInt("BWKV_CRASH_ROUNDS", 50)
+	rounds := envInt("BWKV_CRASH_ROUNDS", crashRoundsDefault)
 	if testing.Short() {
 		rounds = 6
 	}

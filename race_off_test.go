@@ -10,3 +10,7 @@ const hotIncrementsDefault = 5_000
 
 // raceEnabled: the race detector is on (sync.Pool drops items at random).
 const raceEnabled = false
+
+// crashRoundsDefault is TestCrashKill9's rounds per durability mode
+// (BWKV_CRASH_ROUNDS overrides).
+const crashRoundsDefault = 50

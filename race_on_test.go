@@ -11,3 +11,9 @@ const hotIncrementsDefault = 500
 
 // raceEnabled: the race detector is on (sync.Pool drops items at random).
 const raceEnabled = true
+
+// crashRoundsDefault is TestCrashKill9's rounds per durability mode
+// (BWKV_CRASH_ROUNDS overrides): every round starts a race-instrumented
+// child and waits for its first commit, so the race run keeps to a few;
+// prod_test.sh runs the many rounds without the detector.
+const crashRoundsDefault = 12
