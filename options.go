@@ -337,6 +337,7 @@ func (o *Options) Validate() error {
 
 // Options returns the options in effect: the requested ones with their
 // defaults, where the stored format options (PageSplitEntries,
-// BlobThreshold, MaxKeySize, Compression) replace the requested ones. Safe
+// BlobThreshold, MaxKeySize, MaxValueSize, Compression) replace the
+// requested ones. Safe
 // for concurrent use.
 func (db *DB) Options() Options { return db.opts }

@@ -22,9 +22,10 @@ import (
 // settleInterval is how often the checkpointer looks for an idle
 // database, and settleIdle how long the log head must stand still before
 // the database settles: it settles between settleIdle and settleIdle +
-// settleInterval after its last write (DESIGN §8 allows 60 s). The wait
-// keeps a trickle of writes (one every few seconds) from paying a
-// checkpoint and a rewrite of every touched page per write. Variables so
+// settleInterval after its last write (well inside the 60 s the space
+// guarantee allows). The wait keeps a trickle of writes (one every few
+// seconds) from paying a checkpoint and a rewrite of every touched page
+// per write. Variables so
 // that tests can settle in milliseconds.
 var (
 	settleInterval = time.Second

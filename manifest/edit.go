@@ -41,7 +41,7 @@ type FormatOptions struct {
 	PageSplitEntries int
 	BlobThreshold    int
 	MaxKeySize       int
-	// Compression names the frame codec: "" for none, "zstd".
+	// Compression names the frame codec: "" for none, "s2" or "zstd".
 	Compression string
 	// MaxValueSize bounds a value (0: not recorded, from a manifest
 	// written before it was persisted). It is format-defining because the
