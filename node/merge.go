@@ -118,6 +118,14 @@ func (p *Page) Visible(lo, hi []byte, vis Visibility, fn func(key, val []byte)) 
 	p.baseVisible(lo, hi, vis, &mask, ovs, fn)
 }
 
+// Plain reports whether every entry of the page is visible under vis,
+// tombstones aside: no delta chain, and a base with one version per key,
+// no CLR and every txid retired. A reader may then walk the base in place
+// (Base.KeyAt, ValueAt, FlagsAt) with no visibility work and no copy.
+func (p *Page) Plain(vis Visibility) bool {
+	return p.Head == nil && p.Stub == nil && p.Base.Simple && p.Base.MaxTxID < vis.Low()
+}
+
 // chainOverride is one chain key's outcome for a reader: resolved (the
 // chain decides: a value, or absent) or not (the base decides).
 type chainOverride struct {
