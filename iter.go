@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"iter"
+	"sort"
 	"sync"
 
 	"github.com/bwkv/bwkv/delta"
@@ -112,8 +113,11 @@ func prefixEnd(p []byte) []byte {
 //
 // A leaf with no delta chain whose base holds one retired version per key
 // (node.Page.Plain) is iterated in place: positions are base entry indexes
-// and no per-entry visibility work or copy happens. Any other leaf is
-// materialized: its visible entries are collected into ents.
+// and no per-entry visibility work or copy happens. Moving forward, such a
+// base with a CLR-free chain is also walked in place, merged with the
+// chain's resolved keys (node.Page.Overrides); a Prev there materializes
+// the leaf first. Any other leaf is materialized: its visible entries are
+// collected into ents.
 type Iter struct {
 	db  *DB
 	vis node.Visibility
@@ -131,6 +135,13 @@ type Iter struct {
 	base            *delta.Base
 	ents            []iterEntry
 	pos, start, end int
+	// merged: base is walked with the chain outcomes ovs merged in; oi
+	// indexes ovs and onOv says the current key is ovs[oi].
+	page   *node.Page
+	merged bool
+	ovs    []node.Override
+	oi     int
+	onOv   bool
 	// Fences and right sibling of the current leaf; the fences alias its
 	// immutable base.
 	pageLow, pageHigh []byte
@@ -150,6 +161,7 @@ type iterEntry struct {
 // scan allocates none. Owned by one open iterator at a time.
 type iterScratch struct {
 	ents   []iterEntry
+	ovs    []node.Override
 	bounds []byte
 }
 
@@ -203,7 +215,7 @@ func openIter(db *DB, vis node.Visibility, o *IterOptions, snap *Snapshot, owner
 		return nil, err
 	}
 	it := newIterHandle()
-	*it = Iter{db: db, vis: vis, snap: snap, owner: owner, lo: lo, hi: hi, sc: sc, ents: sc.ents[:0]}
+	*it = Iter{db: db, vis: vis, snap: snap, owner: owner, lo: lo, hi: hi, sc: sc, ents: sc.ents[:0], ovs: sc.ovs[:0]}
 	return it, nil
 }
 
@@ -235,9 +247,9 @@ func (it *Iter) ok() bool {
 }
 
 // load positions the iterator's range on leaf p within [from, to) and the
-// iterator's bounds: in place on a plain leaf, else by materializing its
-// visible entries.
-func (it *Iter) load(p *node.Page, from, to []byte) {
+// iterator's bounds: in place on a plain leaf (or, with fwd, a plain base
+// under a CLR-free chain), else by materializing its visible entries.
+func (it *Iter) load(p *node.Page, from, to []byte, fwd bool) {
 	b := p.Base
 	lo := from
 	if it.lo != nil && (lo == nil || bytes.Compare(it.lo, lo) > 0) {
@@ -255,6 +267,9 @@ func (it *Iter) load(p *node.Page, from, to []byte) {
 	}
 	clear(it.ents) // drop references to the previous leaf
 	it.ents = it.ents[:0]
+	clear(it.ovs)
+	it.ovs = it.ovs[:0]
+	it.page, it.merged, it.oi, it.onOv = p, false, 0, false
 	it.pageLow, it.pageHigh = b.Low, b.High
 	it.pageHasHigh = b.High != nil
 	it.sibling = b.Sibling
@@ -267,7 +282,12 @@ func (it *Iter) load(p *node.Page, from, to []byte) {
 	if hi != nil && b.High != nil && bytes.Equal(hi, b.High) {
 		hi = nil
 	}
-	if p.Plain(it.vis) {
+	inPlace := p.Plain(it.vis)
+	if !inPlace && fwd {
+		it.ovs, inPlace = p.Overrides(lo, hi, it.vis, it.ovs)
+		it.merged = inPlace
+	}
+	if inPlace {
 		it.base = b
 		it.start, it.end = 0, b.Len()
 		if lo != nil {
@@ -285,15 +305,68 @@ func (it *Iter) load(p *node.Page, from, to []byte) {
 	it.start, it.end = 0, len(it.ents)
 }
 
-// skipFwd moves pos forward past tombstones (kept in a plain base) and
-// reports whether it is on an entry of the leaf.
+// skipFwd moves forward from the current candidate (pos, and oi when
+// merged) to the first visible key, past tombstones (kept in a plain base)
+// and chain outcomes, and reports whether one is left in the leaf.
 func (it *Iter) skipFwd() bool {
+	if it.merged {
+		return it.settle()
+	}
 	if it.base != nil {
 		for it.pos < it.end && it.base.FlagsAt(it.pos)&delta.Tombstone != 0 {
 			it.pos++
 		}
 	}
 	return it.pos < it.end
+}
+
+// settle is skipFwd for a merged leaf: the smaller of the base entry at
+// pos and the chain key at oi, the chain deciding a key both hold.
+func (it *Iter) settle() bool {
+	for {
+		haveB, haveO := it.pos < it.end, it.oi < len(it.ovs)
+		if !haveB && !haveO {
+			return false
+		}
+		if haveO {
+			o := &it.ovs[it.oi]
+			c := -1
+			if haveB {
+				c = bytes.Compare(o.Key, it.base.KeyAt(it.pos))
+			}
+			if c <= 0 {
+				switch {
+				case !o.Resolved:
+					// The base decides: the base entry at pos if the
+					// keys are equal, else the key is absent.
+					it.oi++
+					continue
+				case c == 0:
+					it.pos++ // the chain decides over the base entry
+				}
+				if o.Present {
+					it.onOv = true
+					return true
+				}
+				it.oi++
+				continue
+			}
+		}
+		if it.base.FlagsAt(it.pos)&delta.Tombstone != 0 {
+			it.pos++
+			continue
+		}
+		it.onOv = false
+		return true
+	}
+}
+
+// unmerge turns a merged leaf into a materialized one positioned at the
+// same key, so the iterator can move backward.
+func (it *Iter) unmerge() {
+	k := it.Key() // immutable page memory
+	it.load(it.page, nil, nil, false)
+	it.pos = sort.Search(len(it.ents), func(i int) bool { return bytes.Compare(it.ents[i].key, k) >= 0 })
 }
 
 // skipBack is skipFwd backward.
@@ -330,7 +403,7 @@ func (it *Iter) seekGE(key []byte, right bool) bool {
 			it.err = it.db.readErr(err)
 			return it.invalidate()
 		}
-		it.load(p, key, nil)
+		it.load(p, key, nil, true)
 		it.pos = it.start
 		if it.skipFwd() {
 			it.valid = true
@@ -354,7 +427,7 @@ func (it *Iter) seekLT(key []byte) bool {
 			it.err = it.db.readErr(err)
 			return it.invalidate()
 		}
-		it.load(p, nil, key)
+		it.load(p, nil, key, false)
 		it.pos = it.end - 1
 		if it.skipBack() {
 			it.valid = true
@@ -417,7 +490,11 @@ func (it *Iter) Next() bool {
 	if !it.ok() || !it.valid {
 		return false
 	}
-	it.pos++
+	if it.onOv {
+		it.oi++
+	} else {
+		it.pos++
+	}
 	if it.skipFwd() {
 		return true
 	}
@@ -431,6 +508,9 @@ func (it *Iter) Next() bool {
 func (it *Iter) Prev() bool {
 	if !it.ok() || !it.valid {
 		return false
+	}
+	if it.merged {
+		it.unmerge()
 	}
 	it.pos--
 	if it.skipBack() {
@@ -475,6 +555,9 @@ func (it *Iter) Key() []byte {
 	if !it.valid {
 		return nil
 	}
+	if it.onOv {
+		return it.ovs[it.oi].Key
+	}
 	if it.base != nil {
 		return it.base.KeyAt(it.pos)
 	}
@@ -485,6 +568,9 @@ func (it *Iter) Key() []byte {
 func (it *Iter) Value() []byte {
 	if !it.valid {
 		return nil
+	}
+	if it.onOv {
+		return it.ovs[it.oi].Val
 	}
 	if it.base != nil {
 		return it.base.ValueAt(it.pos)
@@ -509,6 +595,8 @@ func (it *Iter) Close() error {
 	// anything (it is never reused; see iterSlab).
 	clear(it.ents)
 	it.sc.ents = it.ents[:0]
+	clear(it.ovs)
+	it.sc.ovs = it.ovs[:0]
 	db, sc := it.db, it.sc
 	*it = Iter{closed: true, err: it.err}
 	db.iterBufs.Put(sc)

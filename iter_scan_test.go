@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -147,9 +148,11 @@ func TestIterStaleHandleNeverReused(t *testing.T) {
 	}
 }
 
-// checkScan compares a reader's full forward and backward scans with want
-// (key -> value) and returns how many positions were walked in place.
-func checkScan(t *testing.T, what string, r bwkv.Reader, want map[string]string) (inPlace int) {
+// checkScan compares a reader's full forward and backward scans, and a
+// forward scan that steps back and forth at every key, with want (key ->
+// value). It returns how many positions were walked in place, and of those
+// how many with a chain merged in.
+func checkScan(t *testing.T, what string, r bwkv.Reader, want map[string]string) (inPlace, merged int) {
 	t.Helper()
 	it, err := r.NewIter(nil)
 	if err != nil {
@@ -170,6 +173,9 @@ func checkScan(t *testing.T, what string, r bwkv.Reader, want map[string]string)
 		if it.InPlace() {
 			inPlace++
 		}
+		if it.Merged() {
+			merged++
+		}
 		n++
 	}
 	if it.Error() != nil || n != len(want) {
@@ -185,7 +191,31 @@ func checkScan(t *testing.T, what string, r bwkv.Reader, want map[string]string)
 	if it.Error() != nil || n != len(want) {
 		t.Fatalf("%s: backward scan saw %d keys, want %d (err %v)", what, n, len(want), it.Error())
 	}
-	return inPlace
+	// Zigzag: Prev from a merged leaf materializes it at the same key.
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	ok := it.First()
+	for i := range keys {
+		if !ok || string(it.Key()) != keys[i] {
+			t.Fatalf("%s zigzag: at %d got %q (valid %v), want %q", what, i, it.Key(), ok, keys[i])
+		}
+		if i > 0 {
+			if !it.Prev() || string(it.Key()) != keys[i-1] || string(it.Value()) != want[keys[i-1]] {
+				t.Fatalf("%s zigzag: Prev from %q got %q", what, keys[i], it.Key())
+			}
+			if !it.Next() || string(it.Key()) != keys[i] {
+				t.Fatalf("%s zigzag: Next back to %q got %q", what, keys[i], it.Key())
+			}
+		}
+		ok = it.Next()
+	}
+	if ok || it.Error() != nil {
+		t.Fatalf("%s zigzag: past the end valid %v, err %v", what, ok, it.Error())
+	}
+	return inPlace, merged
 }
 
 // The in-place walk of plain leaves stays correct next to versions in
@@ -203,7 +233,7 @@ func TestScanPlainLeavesWithVersionsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s1.Close()
-	if checkScan(t, "loaded", s1, v1) == 0 {
+	if in, _ := checkScan(t, "loaded", s1, v1); in == 0 {
 		t.Fatal("no leaf walked in place after a load and checkpoint: the test exercises nothing")
 	}
 
@@ -225,7 +255,9 @@ func TestScanPlainLeavesWithVersionsInFlight(t *testing.T) {
 		delete(v2, scanKey(i))
 	}
 	checkScan(t, "s1 beside an uncommitted txn", s1, v1)
-	checkScan(t, "the txn's own view", tx, v2)
+	if _, m := checkScan(t, "the txn's own view", tx, v2); m == 0 {
+		t.Fatal("the txn's writes left no leaf walked with its chain merged in: the test exercises nothing")
+	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
