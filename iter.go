@@ -95,16 +95,6 @@ func appendPrefixEnd(dst, p []byte) []byte {
 	return dst
 }
 
-// prefixEnd returns the smallest key greater than every key with prefix p,
-// or nil (unbounded) when p is all 0xff bytes.
-func prefixEnd(p []byte) []byte {
-	end := appendPrefixEnd(nil, p)
-	if len(end) == 0 {
-		return nil
-	}
-	return end
-}
-
 // Iter iterates a snapshot's or transaction's view in key order, in both
 // directions. It works a leaf at a time. Key and Value are valid until the
 // next positioning call and must not be modified: they point into
