@@ -78,7 +78,7 @@ type DB struct {
 
 	snapPool sync.Pool // *snapSlab (snapshot.go)
 	hot      [hotStripes]hotStripe
-	iterBufs sync.Pool // *[]iterEntry: iterators' per-leaf entry buffers
+	iterBufs sync.Pool // *iterScratch: iterators' reusable buffers (iter.go)
 
 	commitsSinceRetire atomic.Int64
 	stop               chan struct{}

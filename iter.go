@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"iter"
+	"sort"
+	"sync"
 
+	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/node"
 )
 
@@ -34,57 +37,106 @@ var (
 // a bound.
 var errPrefixWithBound = errors.New("bwkv: IterOptions: Prefix set together with LowerBound or UpperBound")
 
-// bounds returns the [lo, hi) an IterOptions asks for, as copies.
-func (o *IterOptions) bounds() (lo, hi []byte, err error) {
+// bounds returns the [lo, hi) an IterOptions asks for, copied into buf
+// (grown as needed and returned, so a pooled buffer makes it allocation
+// free). nil stays nil (unbounded); an empty non-nil bound stays non-nil.
+func (o *IterOptions) bounds(buf []byte) (lo, hi, out []byte, err error) {
 	if o == nil {
-		return nil, nil, nil
+		return nil, nil, buf, nil
 	}
-	if len(o.Prefix) > 0 {
-		if o.LowerBound != nil || o.UpperBound != nil {
-			return nil, nil, errPrefixWithBound
+	lb, ub := o.LowerBound, o.UpperBound
+	prefix := len(o.Prefix) > 0
+	if prefix {
+		if lb != nil || ub != nil {
+			return nil, nil, buf, errPrefixWithBound
 		}
-		return bytes.Clone(o.Prefix), prefixEnd(o.Prefix), nil
+		lb = o.Prefix
 	}
-	if o.LowerBound != nil {
-		lo = bytes.Clone(o.LowerBound)
+	buf = buf[:0]
+	if lb != nil {
+		buf = append(buf, lb...)
 	}
-	if o.UpperBound != nil {
-		hi = bytes.Clone(o.UpperBound)
+	n := len(buf)
+	switch {
+	case prefix:
+		buf = appendPrefixEnd(buf, o.Prefix)
+	case ub != nil:
+		buf = append(buf, ub...)
 	}
-	return lo, hi, nil
+	if lb != nil {
+		lo = nonNil(buf[:n:n])
+	}
+	if ub != nil || (prefix && len(buf) > n) {
+		hi = nonNil(buf[n:len(buf):len(buf)])
+	}
+	return lo, hi, buf, nil
 }
 
-// prefixEnd returns the smallest key greater than every key with prefix p,
-// or nil (unbounded) when p is all 0xff bytes.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
+// nonNil returns b, or an empty non-nil slice for a nil b: an empty bound
+// is a bound, not "unbounded".
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// appendPrefixEnd appends to dst the smallest key greater than every key
+// with prefix p; it appends nothing when p is all 0xff bytes (no such key:
+// the scan is unbounded above).
+func appendPrefixEnd(dst, p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			dst = append(dst, p[:i+1]...)
+			dst[len(dst)-1]++
+			return dst
 		}
 	}
-	return nil
+	return dst
 }
 
 // Iter iterates a snapshot's or transaction's view in key order, in both
-// directions. It works a leaf at a time: positioning on a leaf collects that
-// leaf's visible entries. Key and Value are valid until the next positioning
-// call and must not be modified: they point into immutable page memory that
-// the engine never mutates or reuses (copy them to keep or change them). An
-// Iter is for one goroutine.
+// directions. It works a leaf at a time. Key and Value are valid until the
+// next positioning call and must not be modified: they point into
+// immutable page memory that the engine never mutates or reuses (copy them
+// to keep or change them). An Iter is for one goroutine.
+//
+// A leaf with no delta chain whose base holds one retired version per key
+// (node.Page.Plain) is iterated in place: positions are base entry indexes
+// and no per-entry visibility work or copy happens. Moving forward, such a
+// base with a CLR-free chain is also walked in place, merged with the
+// chain's resolved keys (node.Page.Overrides); a Prev there materializes
+// the leaf first. Any other leaf is materialized: its visible entries are
+// collected into ents.
 type Iter struct {
-	db     *DB
-	vis    node.Visibility
-	lo, hi []byte
-	owner  func() error // the snapshot's or txn's liveness check
+	db  *DB
+	vis node.Visibility
+	// snap is the owning snapshot, or nil for a transaction's iterator,
+	// whose liveness check is owner. (A snapshot is named directly: a
+	// method value would cost an allocation per iterator.)
+	snap   *Snapshot
+	owner  func() error
+	lo, hi []byte // alias sc.bounds
+	sc     *iterScratch
 
-	// The current leaf's visible entries within bounds.
-	ents []iterEntry
-	pos  int
-	// Fences of the leaf the entries came from (copies).
+	// base is the current leaf's base when iterated in place (nil: the
+	// leaf is materialized in ents). pos indexes base entries or ents;
+	// [start, end) is the current leaf's range in bounds.
+	base            *delta.Base
+	ents            []iterEntry
+	pos, start, end int
+	// merged: base is walked with the chain outcomes ovs merged in; oi
+	// indexes ovs and onOv says the current key is ovs[oi].
+	page   *node.Page
+	merged bool
+	ovs    []node.Override
+	oi     int
+	onOv   bool
+	// Fences and right sibling of the current leaf; the fences alias its
+	// immutable base.
 	pageLow, pageHigh []byte
 	pageHasHigh       bool
+	sibling           uint64
 
 	valid  bool
 	err    error
@@ -95,28 +147,87 @@ type iterEntry struct {
 	key, val []byte // alias immutable page memory
 }
 
+// iterScratch holds an iterator's reusable buffers; a DB pools them so a
+// scan allocates none. Owned by one open iterator at a time.
+type iterScratch struct {
+	ents   []iterEntry
+	ovs    []node.Override
+	bounds []byte
+}
+
+// iterSlabLen is how many iterators one slab holds.
+const iterSlabLen = 64
+
+// iterSlab hands out iterators from one allocation, as snapSlab does for
+// snapshots and for the same reason: an Iter is never reused, so a handle
+// used after Close can only see its own closed state, never a later
+// owner's scan. The slab is freed by the Go GC once none of its iterators
+// is referenced (Close drops an iterator's references to the DB and its
+// buffers, so a retained closed handle pins only its slab).
+type iterSlab struct {
+	it [iterSlabLen]Iter
+	n  int // iterators handed out; owned by whoever took the slab from the pool
+}
+
+var iterSlabs = sync.Pool{New: func() any { return new(iterSlab) }}
+
+func newIterHandle() *Iter {
+	sl := iterSlabs.Get().(*iterSlab)
+	it := &sl.it[sl.n]
+	sl.n++
+	if sl.n < iterSlabLen {
+		iterSlabs.Put(sl)
+	}
+	return it
+}
+
+// newIter opens a transaction's iterator; owner reports its liveness.
 func newIter(db *DB, vis node.Visibility, o *IterOptions, owner func() error) (*Iter, error) {
-	lo, hi, err := o.bounds()
+	return openIter(db, vis, o, nil, owner)
+}
+
+// newSnapIter opens a snapshot's iterator.
+func newSnapIter(s *Snapshot, o *IterOptions) (*Iter, error) {
+	return openIter(s.db, &s.r, o, s, nil)
+}
+
+// openIter opens an iterator whose liveness is snap's (snap not nil) or
+// owner's.
+func openIter(db *DB, vis node.Visibility, o *IterOptions, snap *Snapshot, owner func() error) (*Iter, error) {
+	sc, _ := db.iterBufs.Get().(*iterScratch)
+	if sc == nil {
+		sc = new(iterScratch)
+	}
+	lo, hi, buf, err := o.bounds(sc.bounds)
+	sc.bounds = buf
 	if err != nil {
+		db.iterBufs.Put(sc)
 		return nil, err
 	}
-	it := &Iter{db: db, vis: vis, owner: owner, lo: lo, hi: hi}
-	if b, ok := db.iterBufs.Get().(*[]iterEntry); ok {
-		it.ents = (*b)[:0]
-	}
+	it := newIterHandle()
+	*it = Iter{db: db, vis: vis, snap: snap, owner: owner, lo: lo, hi: hi, sc: sc, ents: sc.ents[:0], ovs: sc.ovs[:0]}
 	return it, nil
 }
 
 func (it *Iter) ok() bool {
 	if it.closed {
 		it.err = ErrClosed
-	} else if err := it.owner(); err != nil {
-		// Its snapshot or txn ended (closed, committed, rolled back):
-		// the iterator is closed for its user, whatever ended the owner.
-		if errors.Is(err, ErrTxnDone) {
-			err = ErrClosed
+	} else {
+		var err error
+		if it.snap != nil {
+			err = it.snap.usable()
+		} else {
+			err = it.owner()
 		}
-		it.err = err
+		if err != nil {
+			// Its snapshot or txn ended (closed, committed, rolled
+			// back): the iterator is closed for its user, whatever
+			// ended the owner.
+			if errors.Is(err, ErrTxnDone) {
+				err = ErrClosed
+			}
+			it.err = err
+		}
 	}
 	if it.err != nil {
 		it.valid = false
@@ -125,9 +236,10 @@ func (it *Iter) ok() bool {
 	return true
 }
 
-// load materializes the visible entries of leaf p within [from, to) and
-// the iterator's bounds.
-func (it *Iter) load(p *node.Page, from, to []byte) {
+// load positions the iterator's range on leaf p within [from, to) and the
+// iterator's bounds: in place on a plain leaf (or, with fwd, a plain base
+// under a CLR-free chain), else by materializing its visible entries.
+func (it *Iter) load(p *node.Page, from, to []byte, fwd bool) {
 	b := p.Base
 	lo := from
 	if it.lo != nil && (lo == nil || bytes.Compare(it.lo, lo) > 0) {
@@ -145,9 +257,12 @@ func (it *Iter) load(p *node.Page, from, to []byte) {
 	}
 	clear(it.ents) // drop references to the previous leaf
 	it.ents = it.ents[:0]
-	it.pageLow = append(it.pageLow[:0], b.Low...)
+	clear(it.ovs)
+	it.ovs = it.ovs[:0]
+	it.page, it.merged, it.oi, it.onOv = p, false, 0, false
+	it.pageLow, it.pageHigh = b.Low, b.High
 	it.pageHasHigh = b.High != nil
-	it.pageHigh = append(it.pageHigh[:0], b.High...)
+	it.sibling = b.Sibling
 	// Every key of the leaf lies in its fences: a bound equal to a fence
 	// needs no binary search and no per-entry compare (a scan crossing
 	// into the next leaf starts at its low fence).
@@ -157,36 +272,137 @@ func (it *Iter) load(p *node.Page, from, to []byte) {
 	if hi != nil && b.High != nil && bytes.Equal(hi, b.High) {
 		hi = nil
 	}
+	inPlace := p.Plain(it.vis)
+	if !inPlace && fwd {
+		it.ovs, inPlace = p.Overrides(lo, hi, it.vis, it.ovs)
+		it.merged = inPlace
+	}
+	if inPlace {
+		it.base = b
+		it.start, it.end = 0, b.Len()
+		if lo != nil {
+			it.start = b.Search(lo)
+		}
+		if hi != nil {
+			it.end = b.Search(hi)
+		}
+		return
+	}
+	it.base = nil
 	p.Visible(lo, hi, it.vis, func(k, v []byte) {
 		it.ents = append(it.ents, iterEntry{k[:len(k):len(k)], v[:len(v):len(v)]})
 	})
+	it.start, it.end = 0, len(it.ents)
+}
+
+// skipFwd moves forward from the current candidate (pos, and oi when
+// merged) to the first visible key, past tombstones (kept in a plain base)
+// and chain outcomes, and reports whether one is left in the leaf.
+func (it *Iter) skipFwd() bool {
+	if it.merged {
+		return it.settle()
+	}
+	if it.base != nil {
+		for it.pos < it.end && it.base.FlagsAt(it.pos)&delta.Tombstone != 0 {
+			it.pos++
+		}
+	}
+	return it.pos < it.end
+}
+
+// settle is skipFwd for a merged leaf: the smaller of the base entry at
+// pos and the chain key at oi, the chain deciding a key both hold.
+func (it *Iter) settle() bool {
+	for {
+		haveB, haveO := it.pos < it.end, it.oi < len(it.ovs)
+		if !haveB && !haveO {
+			return false
+		}
+		if haveO {
+			o := &it.ovs[it.oi]
+			c := -1
+			if haveB {
+				c = bytes.Compare(o.Key, it.base.KeyAt(it.pos))
+			}
+			if c <= 0 {
+				switch {
+				case !o.Resolved:
+					// The base decides: the base entry at pos if the
+					// keys are equal, else the key is absent.
+					it.oi++
+					continue
+				case c == 0:
+					it.pos++ // the chain decides over the base entry
+				}
+				if o.Present {
+					it.onOv = true
+					return true
+				}
+				it.oi++
+				continue
+			}
+		}
+		if it.base.FlagsAt(it.pos)&delta.Tombstone != 0 {
+			it.pos++
+			continue
+		}
+		it.onOv = false
+		return true
+	}
+}
+
+// unmerge turns a merged leaf into a materialized one positioned at the
+// same key, so the iterator can move backward.
+func (it *Iter) unmerge() {
+	k := it.Key() // immutable page memory
+	it.load(it.page, nil, nil, false)
+	it.pos = sort.Search(len(it.ents), func(i int) bool { return bytes.Compare(it.ents[i].key, k) >= 0 })
+}
+
+// skipBack is skipFwd backward.
+func (it *Iter) skipBack() bool {
+	if it.base != nil {
+		for it.pos >= it.start && it.base.FlagsAt(it.pos)&delta.Tombstone != 0 {
+			it.pos--
+		}
+	}
+	return it.pos >= it.start
 }
 
 // seekGE positions at the first visible key >= key (key nil: the start).
-func (it *Iter) seekGE(key []byte) bool {
+// right says key is the high fence of the leaf just left, whose right
+// sibling is then tried before a descent from the root.
+func (it *Iter) seekGE(key []byte, right bool) bool {
 	for {
 		if it.hi != nil && key != nil && bytes.Compare(key, it.hi) >= 0 {
 			return it.invalidate()
 		}
-		k := key
-		if k == nil {
-			k = []byte{}
+		var p *node.Page
+		var err error
+		if right {
+			p, err = it.db.tree.RightLeaf(it.sibling, key)
 		}
-		p, err := it.db.tree.Leaf(k)
+		if p == nil && err == nil {
+			k := key
+			if k == nil {
+				k = []byte{}
+			}
+			p, err = it.db.tree.Leaf(k)
+		}
 		if err != nil {
 			it.err = it.db.readErr(err)
 			return it.invalidate()
 		}
-		it.load(p, key, nil)
-		if len(it.ents) > 0 {
-			it.pos = 0
+		it.load(p, key, nil, true)
+		it.pos = it.start
+		if it.skipFwd() {
 			it.valid = true
 			return true
 		}
 		if !it.pageHasHigh {
 			return it.invalidate()
 		}
-		key = append([]byte(nil), it.pageHigh...)
+		key, right = it.pageHigh, true
 	}
 }
 
@@ -201,16 +417,16 @@ func (it *Iter) seekLT(key []byte) bool {
 			it.err = it.db.readErr(err)
 			return it.invalidate()
 		}
-		it.load(p, nil, key)
-		if len(it.ents) > 0 {
-			it.pos = len(it.ents) - 1
+		it.load(p, nil, key, false)
+		it.pos = it.end - 1
+		if it.skipBack() {
 			it.valid = true
 			return true
 		}
 		if len(it.pageLow) == 0 {
 			return it.invalidate()
 		}
-		key = append([]byte(nil), it.pageLow...)
+		key = it.pageLow
 	}
 }
 
@@ -224,7 +440,7 @@ func (it *Iter) First() bool {
 	if !it.ok() {
 		return false
 	}
-	return it.seekGE(it.lo)
+	return it.seekGE(it.lo, false)
 }
 
 // Last positions at the last key in bounds.
@@ -235,7 +451,8 @@ func (it *Iter) Last() bool {
 	return it.seekLT(it.hi)
 }
 
-// SeekGE positions at the first key >= k in bounds.
+// SeekGE positions at the first key >= k in bounds. k is only read during
+// the call.
 func (it *Iter) SeekGE(k []byte) bool {
 	if !it.ok() {
 		return false
@@ -243,10 +460,11 @@ func (it *Iter) SeekGE(k []byte) bool {
 	if it.lo != nil && bytes.Compare(k, it.lo) < 0 {
 		k = it.lo
 	}
-	return it.seekGE(bytes.Clone(k))
+	return it.seekGE(k, false)
 }
 
-// SeekLT positions at the last key < k in bounds.
+// SeekLT positions at the last key < k in bounds. k is only read during
+// the call.
 func (it *Iter) SeekLT(k []byte) bool {
 	if !it.ok() {
 		return false
@@ -254,7 +472,7 @@ func (it *Iter) SeekLT(k []byte) bool {
 	if it.hi != nil && bytes.Compare(k, it.hi) > 0 {
 		k = it.hi
 	}
-	return it.seekLT(bytes.Clone(k))
+	return it.seekLT(k)
 }
 
 // Next moves to the next key.
@@ -262,14 +480,18 @@ func (it *Iter) Next() bool {
 	if !it.ok() || !it.valid {
 		return false
 	}
-	it.pos++
-	if it.pos < len(it.ents) {
+	if it.onOv {
+		it.oi++
+	} else {
+		it.pos++
+	}
+	if it.skipFwd() {
 		return true
 	}
 	if !it.pageHasHigh {
 		return it.invalidate()
 	}
-	return it.seekGE(append([]byte(nil), it.pageHigh...))
+	return it.seekGE(it.pageHigh, true)
 }
 
 // Prev moves to the previous key.
@@ -277,14 +499,17 @@ func (it *Iter) Prev() bool {
 	if !it.ok() || !it.valid {
 		return false
 	}
+	if it.merged {
+		it.unmerge()
+	}
 	it.pos--
-	if it.pos >= 0 {
+	if it.skipBack() {
 		return true
 	}
 	if len(it.pageLow) == 0 {
 		return it.invalidate()
 	}
-	return it.seekLT(append([]byte(nil), it.pageLow...))
+	return it.seekLT(it.pageLow)
 }
 
 // All returns an iterator over the keys in bounds, from First on, for use
@@ -320,6 +545,12 @@ func (it *Iter) Key() []byte {
 	if !it.valid {
 		return nil
 	}
+	if it.onOv {
+		return it.ovs[it.oi].Key
+	}
+	if it.base != nil {
+		return it.base.KeyAt(it.pos)
+	}
 	return it.ents[it.pos].key
 }
 
@@ -327,6 +558,12 @@ func (it *Iter) Key() []byte {
 func (it *Iter) Value() []byte {
 	if !it.valid {
 		return nil
+	}
+	if it.onOv {
+		return it.ovs[it.oi].Val
+	}
+	if it.base != nil {
+		return it.base.ValueAt(it.pos)
 	}
 	return it.ents[it.pos].val
 }
@@ -341,12 +578,17 @@ func (it *Iter) Close() error {
 	}
 	it.closed = true
 	it.valid = false
-	// The entry buffer goes back to the pool with no references into
-	// pages; Key and Value slices handed out point into page memory, not
-	// into this buffer, so reusing it changes nothing a caller holds.
+	// The buffers go back to the pool with no references into pages. Key
+	// and Value slices handed out point into page memory, not into these
+	// buffers, so reusing them changes nothing a caller holds; the bounds
+	// were the iterator's own copies. The handle keeps no reference to
+	// anything (it is never reused; see iterSlab).
 	clear(it.ents)
-	b := it.ents[:0]
-	it.ents = nil
-	it.db.iterBufs.Put(&b)
+	it.sc.ents = it.ents[:0]
+	clear(it.ovs)
+	it.sc.ovs = it.ovs[:0]
+	db, sc := it.db, it.sc
+	*it = Iter{closed: true, err: it.err}
+	db.iterBufs.Put(sc)
 	return nil
 }

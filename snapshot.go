@@ -94,7 +94,7 @@ func (s *Snapshot) NewIter(o *IterOptions) (*Iter, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	return newIter(s.db, &s.r, o, s.usable)
+	return newSnapIter(s, o)
 }
 
 // Close releases the snapshot. Closing it again returns ErrClosed and

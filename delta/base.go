@@ -73,6 +73,18 @@ func (b *Base) KeyAt(i int) []byte {
 	return b.slab[s : s+kl : s+kl]
 }
 
+// ValueAt returns the value of entry i.
+func (b *Base) ValueAt(i int) []byte {
+	o := b.offs[i]
+	kl := binary.LittleEndian.Uint32(b.slab[o:])
+	vl := binary.LittleEndian.Uint32(b.slab[o+4:])
+	s := o + entryHeader + kl
+	return b.slab[s : s+vl : s+vl]
+}
+
+// FlagsAt returns the flags of entry i.
+func (b *Base) FlagsAt(i int) Flags { return Flags(b.slab[b.offs[i]+entryHeader-1]) }
+
 // At decodes entry i.
 func (b *Base) At(i int) Entry {
 	o := b.offs[i]

@@ -28,6 +28,14 @@
 // readers), the reader set fetched once and only when some key has two
 // committed unretired versions.
 //
+// # Scans in place
+//
+// By the same rule, a base whose entries are one version per key, with no
+// CLR and every txid retired, is what every live reader sees: Plain (no
+// chain) and Overrides (a CLR-free chain, resolved once per key) let an
+// iterator walk such a base by entry index, with no per-entry visibility
+// work and no copy of the leaf.
+//
 // # Stubs
 //
 // An evicted leaf may stay as a stub state (stub.go): no entries in memory,

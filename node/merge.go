@@ -102,27 +102,62 @@ func (p *Page) Visible(lo, hi []byte, vis Visibility, fn func(key, val []byte)) 
 	// Without CLRs a chain key either decides the read (its newest visible
 	// version) or leaves it to the base: resolve each chain key once, then
 	// walk the base with the overrides merged in.
-	var ovBuf [32]chainOverride
-	ovs := ovBuf[:0]
-	for i := 0; i < len(chain); {
-		o := chainOverride{key: chain[i].key}
-		for ; i < len(chain) && bytes.Equal(chain[i].key, o.key); i++ {
-			if !o.resolved && vis.Visible(chain[i].txid) {
-				o.resolved, o.present, o.val = true, chain[i].flags&delta.Tombstone == 0, chain[i].val
-			}
-		}
-		if (lo == nil || bytes.Compare(o.key, lo) >= 0) && (hi == nil || bytes.Compare(o.key, hi) < 0) {
-			ovs = append(ovs, o)
-		}
-	}
+	var ovBuf [32]Override
+	ovs := resolve(chain, lo, hi, vis, ovBuf[:0])
 	p.baseVisible(lo, hi, vis, &mask, ovs, fn)
 }
 
-// chainOverride is one chain key's outcome for a reader: resolved (the
+// Plain reports whether every entry of the page is visible under vis,
+// tombstones aside: no delta chain, and a base with one version per key,
+// no CLR and every txid retired. A reader may then walk the base in place
+// (Base.KeyAt, ValueAt, FlagsAt) with no visibility work and no copy.
+func (p *Page) Plain(vis Visibility) bool {
+	return p.Head == nil && p.Stub == nil && p.Base.Simple && p.Base.MaxTxID < vis.Low()
+}
+
+// resolve appends to dst the outcome for vis of each key of the sorted,
+// CLR-free chain that lies in [lo, hi), in key order.
+func resolve(chain []ver, lo, hi []byte, vis Visibility, dst []Override) []Override {
+	for i := 0; i < len(chain); {
+		o := Override{Key: chain[i].key}
+		for ; i < len(chain) && bytes.Equal(chain[i].key, o.Key); i++ {
+			if !o.Resolved && vis.Visible(chain[i].txid) {
+				o.Resolved, o.Present, o.Val = true, chain[i].flags&delta.Tombstone == 0, chain[i].val
+			}
+		}
+		if (lo == nil || bytes.Compare(o.Key, lo) >= 0) && (hi == nil || bytes.Compare(o.Key, hi) < 0) {
+			dst = append(dst, o)
+		}
+	}
+	return dst
+}
+
+// Overrides reports whether a reader may walk the page's base in place
+// with the chain merged in, and if so appends to dst the chain's outcome
+// for vis of each chain key in [lo, hi), in key order. That holds when the
+// base needs no per-entry visibility work (Simple, every txid retired) and
+// the chain holds no CLR (whose masks would reach into the base). A key of
+// an Override that is Resolved takes its value (or absence) from the
+// chain; an unresolved one is decided by the base.
+func (p *Page) Overrides(lo, hi []byte, vis Visibility, dst []Override) ([]Override, bool) {
+	if p.Stub != nil || !p.Base.Simple || p.Base.MaxTxID >= vis.Low() {
+		return dst, false
+	}
+	var scratch [32]ver
+	chain := p.chainSorted(scratch[:0])
+	for _, v := range chain {
+		if v.flags&delta.CLR != 0 {
+			return dst, false
+		}
+	}
+	return resolve(chain, lo, hi, vis, dst), true
+}
+
+// Override is one chain key's outcome for a reader: resolved (the
 // chain decides: a value, or absent) or not (the base decides).
-type chainOverride struct {
-	key, val          []byte
-	resolved, present bool
+type Override struct {
+	Key, Val          []byte
+	Resolved, Present bool
 }
 
 // mergedVisible is the general path (chains with CLRs, whose masks reach
@@ -304,7 +339,7 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 // baseVisible walks the base's keys in [lo, hi) with the resolved chain
 // overrides ovs (sorted, within bounds) merged in, and calls fn for each
 // visible value.
-func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, ovs []chainOverride, fn func(key, val []byte)) {
+func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, ovs []Override, fn func(key, val []byte)) {
 	b := p.Base
 	i := 0
 	if lo != nil {
@@ -319,16 +354,16 @@ func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, ovs []c
 		if hi != nil && bytes.Compare(key, hi) >= 0 {
 			break
 		}
-		for ; oi < len(ovs) && bytes.Compare(ovs[oi].key, key) < 0; oi++ {
-			if ovs[oi].present {
-				fn(ovs[oi].key, ovs[oi].val)
+		for ; oi < len(ovs) && bytes.Compare(ovs[oi].Key, key) < 0; oi++ {
+			if ovs[oi].Present {
+				fn(ovs[oi].Key, ovs[oi].Val)
 			}
 		}
 		done := false
-		if oi < len(ovs) && bytes.Equal(ovs[oi].key, key) {
-			if ovs[oi].resolved {
-				if ovs[oi].present {
-					fn(ovs[oi].key, ovs[oi].val)
+		if oi < len(ovs) && bytes.Equal(ovs[oi].Key, key) {
+			if ovs[oi].Resolved {
+				if ovs[oi].Present {
+					fn(ovs[oi].Key, ovs[oi].Val)
 				}
 				done = true
 			}
@@ -363,8 +398,8 @@ func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, ovs []c
 		}
 	}
 	for ; oi < len(ovs); oi++ {
-		if ovs[oi].present {
-			fn(ovs[oi].key, ovs[oi].val)
+		if ovs[oi].Present {
+			fn(ovs[oi].Key, ovs[oi].Val)
 		}
 	}
 }

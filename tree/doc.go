@@ -13,6 +13,15 @@
 // one meanwhile: any version visible to it was installed before its
 // snapshot began, hence before the load.
 //
+// An iterator leaving a leaf goes to the leaf's right sibling directly
+// (RightLeaf) instead of descending from the root for its high fence H.
+// That is the leaf a descent would find as long as the sibling is live,
+// a leaf, and still starts at H: a split of the sibling keeps its low
+// fence (the moved half follows by its own link), a split of the leaf
+// left behind does not change the sibling, and a merge marks the sibling
+// removed. Anything else (removed, PID freed or reused, another low fence)
+// falls back to the descent.
+//
 // # Locks
 //
 // Each page has a writer mutex in its mapping-table slot. A write locks one

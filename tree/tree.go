@@ -61,6 +61,9 @@ type Stats struct {
 	Consolidations, Splits, RootSplits, Merges, Restarts, Loads uint64
 	// Hits counts page visits that found the page resident.
 	Hits uint64
+	// SiblingHops counts iterator leaf crossings made by a right-sibling
+	// link instead of a descent from the root (RightLeaf).
+	SiblingHops uint64
 }
 
 // Tree is a B-link Bw-tree. All methods are safe for concurrent use.
@@ -71,6 +74,7 @@ type Tree struct {
 
 	consolidations, splits, rootSplits, merges, restarts, loads atomic.Uint64
 	hits                                                        hitCounter
+	siblingHops                                                 hitCounter // sharded: every scan crossing a leaf adds
 	// stubBytes is the memory of resident stubs (node.Stub.Own).
 	stubBytes atomic.Int64
 }
@@ -99,6 +103,7 @@ func (t *Tree) Stats() Stats {
 		Restarts:       t.restarts.Load(),
 		Loads:          t.loads.Load(),
 		Hits:           t.hits.sum(),
+		SiblingHops:    t.siblingHops.sum(),
 	}
 }
 
@@ -380,6 +385,29 @@ func (t *Tree) Leaf(key []byte) (*node.Page, error) {
 			return f, err
 		}
 	}
+}
+
+// RightLeaf returns the leaf with PID sibling, with every entry in
+// memory, if it is live and starts at low: the right sibling of a leaf
+// whose high fence is low, reached by its B-link instead of a descent
+// from the root. It returns nil (and no error) when that no longer holds
+// (the sibling was merged away, or its PID freed or reused): the caller
+// then descends with Leaf(low). A sibling that split since still starts at
+// low and is the right leaf: its moved half follows by its own link.
+func (t *Tree) RightLeaf(sibling uint64, low []byte) (*node.Page, error) {
+	if sibling == 0 {
+		return nil, nil
+	}
+	pid := pagetable.PID(sibling)
+	p, err := t.load(pid)
+	if err != nil || p == nil || p.Removed || p.Base.Level != 0 || !bytes.Equal(p.Base.Low, low) {
+		return nil, err
+	}
+	t.siblingHops.add()
+	if p.Stub == nil {
+		return p, nil
+	}
+	return t.fullOnce(pid, p)
 }
 
 // LeafBelow returns the leaf holding the keys just below key: a page with
