@@ -285,8 +285,13 @@ func testGCPowerLoss(t *testing.T, gcMemOpts func(vfs.FS) *bwkv.Options) {
 	}
 	total := fs.Ops()
 	stride := max(1, total/400)
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		stride = max(1, total/60)
+	case raceEnabled:
+		// The detector makes each reopen several times slower; the full
+		// sweep runs without it (prod_test.sh).
+		stride = max(1, total/120)
 	}
 	checked := 0
 	for k := int64(1); k <= total; k += stride {

@@ -114,7 +114,7 @@ chaos() {
   chaos_step kill9-chaos env BWKV_CRASH_ROUNDS="${BWKV_CHAOS_ROUNDS:-150}" \
     go test -v -count=1 -timeout 60m -run '^TestCrashKill9$' .
   echo "chaos: $chaos_total crash-reopen cycles"
-  step powerloss-full go test -count=1 -run '^(TestPowerLoss|TestIOErrors|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
+  step powerloss-full go test -count=1 -run '^(TestPowerLoss|TestIOErrors|TestGCPowerLoss|TestGCPowerLossCompressed|TestSettlePowerLoss|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
 }
 
 # The mutants: name, then the crash suite's tests that should catch it
