@@ -235,3 +235,64 @@ func recordsExtent(t *testing.T, path string) int64 {
 	}
 	return int64(len(bytes.TrimRight(b, "\x00")))
 }
+
+// TestTruncateDamagedOlderSegment: damage in a segment that is not the
+// newest fails a strict Open; WALRecoveryTruncateDamaged keeps the log up
+// to the damaged record and drops it and every later segment, and the
+// directory then opens strictly, with writes going on.
+func TestTruncateDamagedOlderSegment(t *testing.T) {
+	opts := func() *bwkv.Options {
+		return &bwkv.Options{WALSegmentBytes: 16 << 10, MaxValueSize: 1 << 10}
+	}
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 400; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs := segments(t, dir)
+	if len(segs) < 4 {
+		t.Fatalf("%d segments, want at least 4", len(segs))
+	}
+	flipByte(t, segs[1], 1000)
+	if _, err := bwkv.Open(dir, opts()); !errors.Is(err, bwkv.ErrCorruption) {
+		t.Fatalf("strict open: %v, want ErrCorruption", err)
+	}
+	o := opts()
+	o.WALRecovery = bwkv.WALRecoveryTruncateDamaged
+	db, err = bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatalf("open with WALRecoveryTruncateDamaged: %v", err)
+	}
+	if rs := db.Stats().Recovery; rs.DroppedBytes == 0 || !strings.Contains(rs.Damage, filepath.Base(segs[1])) {
+		t.Fatalf("Stats.Recovery = %+v, want the damage in %s reported", rs, segs[1])
+	}
+	n := countKeys(t, db, 400)
+	if n == 0 || n >= 400 {
+		t.Fatalf("%d keys kept, want the prefix before the damage", n)
+	}
+	if got := len(segments(t, dir)); got != 2 {
+		t.Fatalf("%d segments after the truncation, want the 2 up to the damage", got)
+	}
+	if err := db.Put([]byte("after"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = bwkv.Open(dir, opts())
+	if err != nil {
+		t.Fatalf("strict reopen: %v", err)
+	}
+	defer db.Close()
+	if got := countKeys(t, db, 400); got != n {
+		t.Fatalf("%d keys after reopen, want %d", got, n)
+	}
+}

@@ -175,7 +175,7 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 	if res.End < durable {
 		c := &CorruptionError{File: dir, Reason: fmt.Sprintf("log ends at %d, below the frontier %d or the LSN %d the last checkpoint synced: durable log bytes are missing",
 			res.End, frontier, o.Synced)}
-		if len(segs) > 0 {
+		if len(segs) > 0 && segs[len(segs)-1] <= res.End {
 			lastSeg := segs[len(segs)-1]
 			c.File, c.Offset = segmentPath(dir, lastSeg), int64(res.End-lastSeg)
 		}
