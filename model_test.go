@@ -461,7 +461,7 @@ var modelOptionSets = []struct {
 }
 
 func TestModel(t *testing.T) {
-	seeds := envInt("BWKV_MODEL_SEEDS", 200)
+	seeds := envInt("BWKV_MODEL_SEEDS", modelSeedsDefault)
 	ops := envInt("BWKV_MODEL_OPS", 2000)
 	if testing.Short() {
 		seeds = 20

@@ -14,3 +14,7 @@ const raceEnabled = false
 // crashRoundsDefault is TestCrashKill9's rounds per durability mode
 // (BWKV_CRASH_ROUNDS overrides).
 const crashRoundsDefault = 50
+
+// modelSeedsDefault is TestModel's seeds per option set (BWKV_MODEL_SEEDS
+// overrides).
+const modelSeedsDefault = 200

@@ -17,3 +17,9 @@ const raceEnabled = true
 // child and waits for its first commit, so the race run keeps to a few;
 // prod_test.sh runs the many rounds without the detector.
 const crashRoundsDefault = 12
+
+// modelSeedsDefault is TestModel's seeds per option set (BWKV_MODEL_SEEDS
+// overrides); the detector makes each seed several times slower, and the
+// option sets grew to seven, so the race run takes fewer (prod_test.sh
+// stress runs thousands without it).
+const modelSeedsDefault = 80
