@@ -127,15 +127,22 @@ func (db *DB) squashChains() (squashed int, wrapped bool) {
 
 // rotateCovered rotates the log segment when the last publish covers the
 // whole log (nothing was appended since its cut, no transaction pins it)
-// and the segment is large, then recycles it.
+// and the segment is large, then recycles it; either way it trims the
+// active segment's preallocated tail.
 func (db *DB) rotateCovered() error {
 	covered := wal.LSN(db.ckpt.analysisStart.Load())
-	if db.wal.Head() != covered {
-		return nil
+	if db.wal.Head() == covered {
+		rotated, err := db.wal.Rotate(settleLogBytes)
+		if err != nil {
+			return err
+		}
+		if rotated {
+			if err := db.wal.Recycle(covered); err != nil {
+				return err
+			}
+		}
 	}
-	rotated, err := db.wal.Rotate(settleLogBytes)
-	if err != nil || !rotated {
-		return err
-	}
-	return db.wal.Recycle(covered)
+	// The active segment's preallocated zeros go too: an idle database
+	// keeps no preallocated log (the next write preallocates again).
+	return db.wal.TrimTail()
 }

@@ -182,6 +182,14 @@ func (w *Writer) writeAt(p []byte, lsn LSN) error {
 	if len(p) == 0 {
 		return nil
 	}
+	if w.trimmed {
+		// The first write after TrimTail preallocates the segment again,
+		// so that commits' fdatasyncs flush no size change.
+		if err := vfs.Preallocate(w.file, w.segBytes); err != nil {
+			return w.setFailed(fmt.Errorf("wal: preallocate %s: %w", segmentPath(w.dir, w.fileStart), err))
+		}
+		w.trimmed = false
+	}
 	if _, err := w.file.WriteAt(p, int64(lsn-w.fileStart)); err != nil {
 		return w.setFailed(fmt.Errorf("wal: write %s at %d: %w",
 			segmentPath(w.dir, w.fileStart), lsn-w.fileStart, err))
@@ -247,7 +255,7 @@ func (w *Writer) rotateLocked(b bound) error {
 	if err != nil {
 		return w.setFailed(fmt.Errorf("wal: create %s: %w", path, err))
 	}
-	w.file, w.fileStart = f, b.lsn
+	w.file, w.fileStart, w.trimmed = f, b.lsn, false
 	err = vfs.Preallocate(f, w.segBytes)
 	if err == nil {
 		err = failpoints.Hit(failpoints.WALRotate)

@@ -114,13 +114,16 @@ type Writer struct {
 	durable atomic.Uint64 // written under fsyncMu: every byte below is fsynced
 	fail    atomic.Pointer[failure]
 
-	writeMu     sync.Mutex
-	file        vfs.File // writeMu: the newest segment; nil after Close
-	fileStart   LSN      // writeMu: its first LSN
-	written     LSN      // writeMu: every byte below is written to a file
-	writtenRecs int64    // writeMu: records below written
-	spare       []byte   // writeMu: the other half of the double buffer
-	spareBounds []bound  // writeMu
+	writeMu   sync.Mutex
+	file      vfs.File // writeMu: the newest segment; nil after Close
+	fileStart LSN      // writeMu: its first LSN
+	written   LSN      // writeMu: every byte below is written to a file
+	// trimmed (writeMu): TrimTail cut the current segment's preallocated
+	// zeros; the next write preallocates the segment again.
+	trimmed     bool
+	writtenRecs int64   // writeMu: records below written
+	spare       []byte  // writeMu: the other half of the double buffer
+	spareBounds []bound // writeMu
 
 	fsyncMu    sync.Mutex // held across every segment fsync; see group_commit.go
 	syncedRecs int64      // fsyncMu: records below durable
@@ -458,6 +461,44 @@ func (w *Writer) Close() error {
 		w.file = nil
 	}
 	return err
+}
+
+// TrimTail writes and fsyncs every appended record, then cuts the current
+// segment's preallocated zeros back to its records and fsyncs the new
+// size, so that an idle database keeps no preallocated log on disk (the
+// settle step calls it). The next write preallocates the segment again.
+func (w *Writer) TrimTail() error {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	if w.file == nil {
+		if err := w.failure(); err != nil {
+			return err
+		}
+		return ErrClosed
+	}
+	if err := w.syncAllLocked(); err != nil {
+		return err
+	}
+	if w.trimmed {
+		return nil
+	}
+	w.fsyncMu.Lock()
+	defer w.fsyncMu.Unlock()
+	path := segmentPath(w.dir, w.fileStart)
+	if err := w.file.Truncate(int64(w.written - w.fileStart)); err != nil {
+		return w.setFailed(fmt.Errorf("wal: truncate %s: %w", path, err))
+	}
+	if err := w.file.Sync(); err != nil {
+		return w.setFailed(fmt.Errorf("wal: sync %s: %w", path, err))
+	}
+	w.trimmed = true
+	return nil
 }
 
 // Rotate ends the current segment if it holds at least minBytes (and at
