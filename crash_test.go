@@ -135,52 +135,59 @@ func crashWorkload(dir, mode string, out *crashOut) {
 		}()
 	}
 	for w := 0; w < 4; w++ {
-		go func(w int) {
-			rng := rand.New(rand.NewPCG(uint64(round), uint64(w)))
-			for {
-				id := next.Add(1)
-				tx, err := db.Begin()
-				if err != nil {
-					return
-				}
-				var writes []string
-				ok := true
-				n := 1 + rng.IntN(4)
-				for i := 0; i < n && ok; i++ {
-					k := crashKey(rng.IntN(crashKeys))
-					ver := 0
-					if v, err := tx.Get(k); err == nil {
-						_, ver = parseVal(v)
-					} else if !errors.Is(err, bwkv.ErrNotFound) {
-						ok = false
-						break
-					}
-					if err := tx.Put(k, []byte(fmt.Sprintf("%d:%d", id, ver+1))); err != nil {
-						ok = false
-						break
-					}
-					writes = append(writes, fmt.Sprintf("%s=%d", k, ver+1))
-				}
-				switch r := rng.IntN(100); {
-				case !ok:
-					tx.Rollback()
-				case r < 10:
-					tx.Rollback()
-					out.line("R %d", id)
-				case r < 12:
-					out.line("H %d %s", id, strings.Join(writes, " "))
-					// Left open: the crash finds it in flight.
-					continue
-				default:
-					out.line("P %d %s", id, strings.Join(writes, " "))
-					if err := tx.Commit(); err == nil {
-						out.line("C %d", id)
-					} else if !errors.Is(err, bwkv.ErrConflict) {
-						out.line("E %d", id)
-					}
-				}
+		go crashWrites(db, out, rand.New(rand.NewPCG(uint64(round), uint64(w))), &next, 2, -1)
+	}
+}
+
+// crashWrites is one crash-model writer, run until the DB refuses a
+// Begin: read-modify-write transactions over the hot keys, reported on
+// out for crashModel (P before Commit, then C or E; R for a rollback; H
+// for a transaction left open for the crash to find). A transaction is
+// left open with probability holdPct%, at most maxHeld times (< 0: no
+// limit).
+func crashWrites(db *bwkv.DB, out *crashOut, rng *rand.Rand, next *atomic.Int64, holdPct, maxHeld int) {
+	held := 0
+	for {
+		id := next.Add(1)
+		tx, err := db.Begin()
+		if err != nil {
+			return
+		}
+		var writes []string
+		ok := true
+		for i, n := 0, 1+rng.IntN(4); i < n && ok; i++ {
+			k := crashKey(rng.IntN(crashKeys))
+			ver := 0
+			if v, err := tx.Get(k); err == nil {
+				_, ver = parseVal(v)
+			} else if !errors.Is(err, bwkv.ErrNotFound) {
+				ok = false
+				break
 			}
-		}(w)
+			if err := tx.Put(k, fmt.Appendf(nil, "%d:%d", id, ver+1)); err != nil {
+				ok = false
+				break
+			}
+			writes = append(writes, fmt.Sprintf("%s=%d", k, ver+1))
+		}
+		switch r := rng.IntN(100); {
+		case !ok:
+			tx.Rollback()
+		case r < 10:
+			tx.Rollback()
+			out.line("R %d", id)
+		case r < 10+holdPct && (maxHeld < 0 || held < maxHeld):
+			held++
+			out.line("H %d %s", id, strings.Join(writes, " "))
+			// Left open: the crash finds it in flight.
+		default:
+			out.line("P %d %s", id, strings.Join(writes, " "))
+			if err := tx.Commit(); err == nil {
+				out.line("C %d", id)
+			} else if !errors.Is(err, bwkv.ErrConflict) {
+				out.line("E %d", id)
+			}
+		}
 	}
 }
 

@@ -62,27 +62,15 @@ func (db *DB) settle() {
 	if s.settled || db.readOnly.Load() || time.Since(s.since) < settleIdle {
 		return
 	}
-	if db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil {
-		if err := db.checkpointOnce(true); err != nil {
-			if db.degraded.Load() == nil {
-				db.stats.bgErrors.Add(1)
-				db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
-			}
-			return
-		}
+	if (db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil) && !db.idleCheckpoint() {
+		return
 	}
 	// Pages whose durable chain has deltas are consolidated and written
 	// again as one base: the old chain becomes junk (a base and the
 	// deltas above it repeat versions), which the GC then reclaims.
 	squashed, wrapped := db.squashChains()
-	if squashed > 0 {
-		if err := db.checkpointOnce(true); err != nil {
-			if db.degraded.Load() == nil {
-				db.stats.bgErrors.Add(1)
-				db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
-			}
-			return
-		}
+	if squashed > 0 && !db.idleCheckpoint() {
+		return
 	}
 	if err := db.rotateCovered(); err != nil {
 		if errors.Is(err, wal.ErrFailed) {
@@ -123,6 +111,20 @@ func (db *DB) squashChains() (squashed int, wrapped bool) {
 		squashed++
 	}
 	return squashed, s.cursor >= end
+}
+
+// idleCheckpoint publishes what is dirty for the settle step and reports
+// whether it succeeded; a failure is counted and logged (unless the DB is
+// degraded, which reported its cause already) and retried at the next look.
+func (db *DB) idleCheckpoint() bool {
+	if err := db.checkpointOnce(true); err != nil {
+		if db.degraded.Load() == nil {
+			db.stats.bgErrors.Add(1)
+			db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 // rotateCovered rotates the log segment when the last publish covers the

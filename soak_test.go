@@ -130,53 +130,9 @@ func TestSoakChild(t *testing.T) {
 	var next atomic.Int64
 	next.Store(round * 1_000_000)
 	// Crash-model writers on the 48 hot keys (crash_test.go's protocol).
+	// One txn left open per writer: each pins a reader timestamp.
 	for w := 0; w < 4; w++ {
-		go func() {
-			rng := rand.New(rand.NewPCG(uint64(round), uint64(w)))
-			held := false // one txn left open per writer: each pins a reader timestamp
-			for {
-				id := next.Add(1)
-				tx, err := db.Begin()
-				if err != nil {
-					return
-				}
-				var writes []string
-				ok := true
-				for i, n := 0, 1+rng.IntN(4); i < n && ok; i++ {
-					k := crashKey(rng.IntN(crashKeys))
-					ver := 0
-					if v, err := tx.Get(k); err == nil {
-						_, ver = parseVal(v)
-					} else if !errors.Is(err, bwkv.ErrNotFound) {
-						ok = false
-						break
-					}
-					if err := tx.Put(k, fmt.Appendf(nil, "%d:%d", id, ver+1)); err != nil {
-						ok = false
-						break
-					}
-					writes = append(writes, fmt.Sprintf("%s=%d", k, ver+1))
-				}
-				switch r := rng.IntN(100); {
-				case !ok:
-					tx.Rollback()
-				case r < 10:
-					tx.Rollback()
-					out.line("R %d", id)
-				case r < 11 && !held:
-					held = true
-					out.line("H %d %s", id, strings.Join(writes, " "))
-					continue // left open: the crash finds it in flight
-				default:
-					out.line("P %d %s", id, strings.Join(writes, " "))
-					if err := tx.Commit(); err == nil {
-						out.line("C %d", id)
-					} else if !errors.Is(err, bwkv.ErrConflict) {
-						out.line("E %d", id)
-					}
-				}
-			}
-		}()
+		go crashWrites(db, out, rand.New(rand.NewPCG(uint64(round), uint64(w))), &next, 1, 1)
 	}
 	// Bulk writers: random updates and deletes over 20k keys (the data
 	// does not fit the cache; tiny checkpoints and the GC churn files).

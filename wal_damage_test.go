@@ -2,7 +2,6 @@ package bwkv_test
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,28 +12,6 @@ import (
 
 	"github.com/bwkv/bwkv"
 )
-
-// dirHash hashes the names and contents of every file under dir.
-func dirHash(t *testing.T, dir string) string {
-	t.Helper()
-	h := sha256.New()
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s %d\n", p, len(b))
-		h.Write(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%x", h.Sum(nil))
-}
 
 func countKeys(t *testing.T, db *bwkv.DB, n int) int {
 	t.Helper()
@@ -84,7 +61,7 @@ func TestDamagedNewestSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before := dirHash(t, dir)
+	before := dirFingerprint(t, dir)
 	_, err = bwkv.Open(dir, opts())
 	var ce *bwkv.CorruptionError
 	if !errors.Is(err, bwkv.ErrCorruption) || !errors.As(err, &ce) {
@@ -95,7 +72,7 @@ func TestDamagedNewestSegment(t *testing.T) {
 	if ce.File != newest || ce.Offset > flipAt || ce.Offset < flipAt-512 {
 		t.Fatalf("corruption names %s at %d, want %s at the record holding offset %d", ce.File, ce.Offset, newest, flipAt)
 	}
-	if after := dirHash(t, dir); after != before {
+	if after := dirFingerprint(t, dir); after != before {
 		t.Fatal("a failed open changed the directory")
 	}
 
@@ -192,13 +169,13 @@ func TestLostNewestSegment(t *testing.T) {
 			dir := build(t)
 			segs := segments(t, dir)
 			tc.damage(t, segs[len(segs)-1])
-			before := dirHash(t, dir)
+			before := dirFingerprint(t, dir)
 			_, err := bwkv.Open(dir, opts())
 			var ce *bwkv.CorruptionError
 			if !errors.Is(err, bwkv.ErrCorruption) || !errors.As(err, &ce) || ce.File == "" {
 				t.Fatalf("open: %v, want a *CorruptionError naming a file", err)
 			}
-			if dirHash(t, dir) != before {
+			if dirFingerprint(t, dir) != before {
 				t.Fatal("a failed open changed the directory")
 			}
 			o := opts()
