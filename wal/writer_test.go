@@ -25,8 +25,11 @@ func TestRoundTripAcrossRotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := w.Stats()
-	if st.Rotations < 10 {
-		t.Fatalf("only %d rotations", st.Rotations)
+	// A segment never holds more than its 16 KiB, so the log's length
+	// sets how many rotations there must have been (the random record
+	// sizes vary it by seed: a fixed count failed some seeds at base).
+	if need := int64(head) / (16 << 10); st.Rotations < need || st.Rotations < 5 {
+		t.Fatalf("only %d rotations for %d log bytes in 16 KiB segments (want >= %d)", st.Rotations, head, max(need, 5))
 	}
 	if st.Records != int64(len(want)) || st.Bytes != int64(head) {
 		t.Fatalf("stats: %d records, %d bytes; want %d, %d", st.Records, st.Bytes, len(want), head)
