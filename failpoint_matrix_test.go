@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/failpoints"
+	_ "github.com/bwkv/bwkv/failpoints/armed" // links pingcap/failpoint under -tags failpoints
 )
 
 // fpArm is the GO_FAILPOINTS entry that makes the catalogue point name

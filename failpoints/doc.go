@@ -7,9 +7,12 @@
 // (catalogue.go) and handles a returned error like its own I/O failing.
 // In a normal build Hit and Skip are empty functions the compiler inlines
 // away: no failpoint code or symbol reaches a binary (prod_test.sh fast
-// checks the demo binary with go tool nm). Built with `-tags failpoints`,
-// Hit calls failpoint.Eval on Prefix+name, armed by the library's
-// GO_FAILPOINTS variable and grammar, and acts on the returned value:
+// checks the demo binary with go tool nm). Built with `-tags failpoints`
+// into a binary that imports package failpoints/armed (tests and crash
+// tools do; the library never does, so users' modules never need
+// pingcap/failpoint's dependencies), Hit calls failpoint.Eval on
+// Prefix+name, armed by the library's GO_FAILPOINTS variable and grammar,
+// and acts on the returned value:
 //
 //	return("kill")   SIGKILL of the process itself: no deferred code runs
 //	                 (a panic is not a crash)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv/failpoints"
+	_ "github.com/bwkv/bwkv/failpoints/armed" // links pingcap/failpoint under -tags failpoints
 	"github.com/pingcap/failpoint"
 )
 

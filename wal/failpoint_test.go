@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv/failpoints"
+	_ "github.com/bwkv/bwkv/failpoints/armed" // links pingcap/failpoint under -tags failpoints
 	"github.com/bwkv/bwkv/vfs"
 )
 
