@@ -11,8 +11,11 @@ import (
 // bwkv settings (bench/README.md fairness): Compression per --compression
 // (none, fast = S2, good = zstd), CacheBytes = the shared budget, no value
 // separation (bwkv has no blob files yet),
-// Durability Relaxed / Sync. Updates are read-modify-write transactions;
-// ErrConflict counts in err_op. Reads use a fresh snapshot each (the hot
+// Durability Relaxed / Sync. Updates are read-modify-write transactions
+// run by DB.Update, as a Go user writes them: a writer meeting another's
+// uncommitted version of its key waits for it, and a first-committer-wins
+// conflict re-runs the function (Options.MaxUpdateRetries); an
+// ErrConflict that survives the retries counts in err_op. Reads use a fresh snapshot each (the hot
 // path docs/guarantees.md promises allocation-free) and GetAppend into the
 // worker's buffer. Settle is DB.Checkpoint. Everything else is the engine's
 // default.
@@ -86,22 +89,16 @@ func mapBwkvErr(err error) error {
 }
 
 func (e *bwkvEngine) Update(key, value []byte) error {
-	tx, err := e.db.Begin()
-	if err != nil {
-		return err
-	}
-	bp := e.bufs.Get().(*[]byte)
-	*bp, err = tx.GetAppend((*bp)[:0], key)
-	e.bufs.Put(bp)
-	if err != nil && !errors.Is(err, bwkv.ErrNotFound) {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Put(key, value); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return e.db.Update(func(tx *bwkv.Txn) error {
+		bp := e.bufs.Get().(*[]byte)
+		var err error
+		*bp, err = tx.GetAppend((*bp)[:0], key)
+		e.bufs.Put(bp)
+		if err != nil && !errors.Is(err, bwkv.ErrNotFound) {
+			return err
+		}
+		return tx.Put(key, value)
+	})
 }
 
 func (e *bwkvEngine) Scan(lo, hi []byte, limit int, path ReadPath) (int, error) {
