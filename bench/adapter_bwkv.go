@@ -3,7 +3,9 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/bwkv/bwkv"
 )
@@ -44,11 +46,15 @@ func openBwkv(cfg Config) (Engine, error) {
 	case "good":
 		comp = bwkv.CompressionZstd
 	}
-	db, err := bwkv.Open(cfg.Dir, &bwkv.Options{
+	opts := &bwkv.Options{
 		Durability:  dur,
 		CacheBytes:  cfg.CacheBytes,
 		Compression: comp,
-	})
+	}
+	if os.Getenv("KVBENCH_BWKV_STATS") != "" {
+		opts.EventListener = statsListener()
+	}
+	db, err := bwkv.Open(cfg.Dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -180,4 +186,40 @@ func (e *bwkvEngine) Info() Info {
 	}
 }
 
-func (e *bwkvEngine) Close() error { return e.db.Close() }
+// statsListener sums stall, checkpoint and GC time for a profile session
+// (KVBENCH_BWKV_STATS): printed to stderr at Close, not in the result.
+func statsListener() *bwkv.EventListener {
+	var mu sync.Mutex
+	var stall, ckpt, gc time.Duration
+	var stalls, ckpts, rounds int
+	report := func() {
+		fmt.Fprintf(os.Stderr, "bwkv events: %d stalls %v, %d checkpoints %v, %d gc rounds %v\n", stalls, stall, ckpts, ckpt, rounds, gc)
+	}
+	return &bwkv.EventListener{
+		StallEnd: func(i bwkv.StallInfo) { mu.Lock(); stalls++; stall += i.Duration; mu.Unlock() },
+		CheckpointEnd: func(i bwkv.CheckpointEndInfo) {
+			mu.Lock()
+			ckpts++
+			ckpt += i.Duration
+			mu.Unlock()
+		},
+		GCRound: func(i bwkv.GCRoundInfo) {
+			mu.Lock()
+			rounds++
+			gc += i.Duration
+			if rounds%10 == 0 {
+				report()
+			}
+			mu.Unlock()
+		},
+	}
+}
+
+func (e *bwkvEngine) Close() error {
+	if os.Getenv("KVBENCH_BWKV_STATS") != "" {
+		// The engine's own counters (checkpoints, GC, stalls) for a
+		// profile session; not part of the result row.
+		fmt.Fprintln(os.Stderr, e.db.Stats().String())
+	}
+	return e.db.Close()
+}

@@ -19,7 +19,7 @@ const KVBenchHeader = "engine,workload_id,mode,durability_mode,threads,key_size,
 // ExtraHeader lists the columns kvbench appends after kv_bench's 27.
 const ExtraHeader = "hdr_p50_us,hdr_p99_us,hdr_p999_us,hdr_max_us,gc_cpu_fraction,gc_pause_p99_us,gc_pauses," +
 	"peak_heap_bytes,alloc_bytes_per_op,alloc_objects_per_op,disk_bytes,space_amp,go_version,gomaxprocs," +
-	"engine_durability,update_mode,cache_bytes,value_threshold,seed,repeat,prefill_secs,settle_secs"
+	"engine_durability,update_mode,cache_bytes,value_threshold,seed,repeat,prefill_secs,settle_secs,cpu_us_per_op"
 
 // Header is the full CSV header of a kvbench result file.
 const Header = KVBenchHeader + "," + ExtraHeader
@@ -70,6 +70,10 @@ type Result struct {
 	Seed                            uint64
 	Repeat                          int
 	PrefillSecs, SettleSecs         float64
+	// CPUUsPerOp is the process's user+system CPU time during the measure
+	// phase (getrusage; background work included) per op: a cost that a
+	// busy machine disturbs less than ops/s.
+	CPUUsPerOp float64
 }
 
 // StdoutLine is the one line `kvbench run` prints (kv_bench's format).
@@ -102,7 +106,7 @@ func (r *Result) Fields() []string {
 		f(r.AllocBytesPerOp, 1), f(r.AllocObjectsPerOp, 2), strconv.FormatInt(r.DiskBytes, 10),
 		f(r.SpaceAmp, 3), clean(r.GoVersion), i(r.GOMAXPROCS), clean(r.EngineDurability),
 		clean(r.UpdateMode), strconv.FormatInt(r.CacheBytes, 10), i(r.ValueThreshold),
-		u(r.Seed), i(r.Repeat), f(r.PrefillSecs, 2), f(r.SettleSecs, 2),
+		u(r.Seed), i(r.Repeat), f(r.PrefillSecs, 2), f(r.SettleSecs, 2), f(r.CPUUsPerOp, 3),
 	}
 }
 
@@ -173,7 +177,7 @@ func ReadCSV(rd io.Reader) ([]Result, error) {
 			EngineDurability: p.s("engine_durability"), UpdateMode: p.s("update_mode"),
 			CacheBytes: int64(p.u("cache_bytes")), ValueThreshold: p.i("value_threshold"),
 			Seed: p.u("seed"), Repeat: p.i("repeat"), PrefillSecs: p.f("prefill_secs"),
-			SettleSecs: p.f("settle_secs"),
+			SettleSecs: p.f("settle_secs"), CPUUsPerOp: p.f("cpu_us_per_op"),
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("row %d: %w", n+2, p.err)

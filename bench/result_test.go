@@ -55,7 +55,7 @@ func sampleResult() Result {
 		AllocBytesPerOp: 12.5, AllocObjectsPerOp: 0.25, DiskBytes: 1 << 28, SpaceAmp: 1.25,
 		GoVersion: "go1.26", GOMAXPROCS: 2, EngineDurability: "bwkv.DurabilityRelaxed, x",
 		UpdateMode: "rmw_txn", CacheBytes: 256 << 20, ValueThreshold: 8192,
-		Seed: 18446744073709551615, Repeat: 2, PrefillSecs: 1.5, SettleSecs: 0.25,
+		Seed: 18446744073709551615, Repeat: 2, PrefillSecs: 1.5, SettleSecs: 0.25, CPUUsPerOp: 3.125,
 	}
 }
 

@@ -212,6 +212,7 @@ func Run(o RunOptions) (*Result, error) {
 	}
 	if m.total > 0 {
 		r.AllocBytesPerOp = float64(m.rt.AllocBytes) / float64(m.total)
+		r.CPUUsPerOp = float64(m.cpu.Microseconds()) / float64(m.total)
 		r.AllocObjectsPerOp = float64(m.rt.AllocObjects) / float64(m.total)
 	}
 	if logical := int64(nkeys) * int64(o.KeySize+o.ValueSize); logical > 0 {
@@ -278,6 +279,7 @@ func putRange(eng Engine, lo, hi, keySize int, values *Values, key *[]byte) erro
 type measured struct {
 	total, errs uint64
 	elapsed     time.Duration
+	cpu         time.Duration // process CPU (user+system) during the phase
 	lat         *Latency
 	rt          RuntimeDelta
 }
@@ -441,11 +443,13 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 		}
 	}
 	before := ReadRuntime()
+	cpuBefore := processCPU()
 	start := time.Now()
 	deadline = start.Add(time.Duration(o.MeasureSecs) * time.Second)
 	close(release)
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpuBefore
 	after := ReadRuntime()
 	if o.CPUProfile != "" {
 		pprof.StopCPUProfile()
@@ -457,7 +461,7 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 		}
 	}
 
-	m := measured{elapsed: elapsed, lat: NewLatency(), rt: after.Sub(before)}
+	m := measured{elapsed: elapsed, cpu: cpu, lat: NewLatency(), rt: after.Sub(before)}
 	for _, wk := range workers {
 		m.total += wk.total
 		m.errs += wk.errs

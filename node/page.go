@@ -152,7 +152,11 @@ type Version struct {
 // and the versions they mask, until fn returns false.
 func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 	var mask maskSet
-	for d := p.Head; d != nil; d = d.Next {
+	d := p.Head
+	if d != nil && p.Filter&keyBit(key) == 0 {
+		d = nil // no chain delta holds key
+	}
+	for ; d != nil; d = d.Next {
 		if !bytes.Equal(d.Key, key) {
 			continue
 		}
@@ -189,7 +193,11 @@ func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 // Has reports whether the page holds the exact version (txid, seq) of key,
 // CLRs included (recovery's redo skips a version already present).
 func (p *Page) Has(key []byte, txid uint64, seq uint32) bool {
-	for d := p.Head; d != nil; d = d.Next {
+	d := p.Head
+	if d != nil && p.Filter&keyBit(key) == 0 {
+		d = nil
+	}
+	for ; d != nil; d = d.Next {
 		if d.TxID == txid && d.Seq == seq && bytes.Equal(d.Key, key) {
 			return true
 		}
