@@ -57,6 +57,10 @@ type Txn struct {
 	// to fn / written, or under mu.
 	update, blind          bool
 	holdStripe, wantStripe int
+	// leaf is the PID of the leaf the txn's last read found (0: none), where
+	// a write of the same key starts instead of descending from the root
+	// (read-modify-write); a stale one only costs a fence check. Under mu.
+	leaf uint64
 }
 
 // undo is what a rollback needs to compensate one write: the key and the
@@ -103,10 +107,11 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := tx.db.checkKey(key); err != nil {
 		return dst, err
 	}
-	v, ok, err := tx.db.tree.Get(key, &tx.r)
+	v, ok, leaf, err := tx.db.tree.GetLeaf(key, &tx.r)
 	if err != nil {
 		return dst, tx.db.readErr(err)
 	}
+	tx.leaf = leaf
 	if !ok {
 		return dst, ErrNotFound
 	}
@@ -226,7 +231,7 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 	mv := tx.db.mv
 	var u undo
 	var holder *mvcc.Txn
-	err := tx.db.tree.Write(key, func(p *node.Page) (*delta.Delta, error) {
+	err := tx.db.tree.WriteAt(key, tx.leaf, func(p *node.Page) (*delta.Delta, error) {
 		verdict := mvcc.CheckOK
 		u = undo{}
 		p.Versions(key, func(v node.Version) bool {

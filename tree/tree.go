@@ -457,21 +457,28 @@ restart:
 // aliases immutable page memory. A stub leaf answers without a disk read
 // when its filter rules the key out.
 func (t *Tree) Get(key []byte, vis node.Visibility) ([]byte, bool, error) {
+	v, ok, _, err := t.GetLeaf(key, vis)
+	return v, ok, err
+}
+
+// GetLeaf is Get that also returns the PID of the leaf that answered: a
+// hint for a write of the same key (WriteAt), valid or not by then.
+func (t *Tree) GetLeaf(key []byte, vis node.Visibility) ([]byte, bool, uint64, error) {
 	for {
 		pid, p, err := t.find(key, 0)
 		if err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 		if p.MayContain(key) {
 			if p, err = t.fullOnce(pid, p); err != nil {
-				return nil, false, err
+				return nil, false, 0, err
 			}
 			if p == nil {
 				continue // the page changed: find it again
 			}
 		}
 		v, ok := p.Get(key, vis)
-		return v, ok, nil
+		return v, ok, uint64(pid), nil
 	}
 }
 
@@ -549,7 +556,15 @@ type WriteFunc func(p *node.Page) (*delta.Delta, error)
 // the page's size demands. The install and any split it causes are one
 // atomic unit inside the cut gate.
 func (t *Tree) Write(key []byte, fn WriteFunc) error {
-	sp, underfull, err := t.write(key, fn)
+	return t.WriteAt(key, 0, fn)
+}
+
+// WriteAt is Write starting from leaf, the PID a read of key found
+// (GetLeaf; 0: none): if that page still covers key it is the leaf to
+// lock, and the descent from the root is skipped. A stale hint (the page
+// split, merged or its PID was reused) costs one lock and a fence check.
+func (t *Tree) WriteAt(key []byte, leaf uint64, fn WriteFunc) error {
+	sp, underfull, err := t.write(key, pagetable.PID(leaf), fn)
 	if err != nil {
 		return err
 	}
@@ -566,21 +581,27 @@ func (t *Tree) Write(key []byte, fn WriteFunc) error {
 	return nil
 }
 
-func (t *Tree) write(key []byte, fn WriteFunc) (*split, bool, error) {
+func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc) (*split, bool, error) {
 	tok := t.env.Gens.Enter()
 	defer t.env.Gens.Exit(tok)
 	for {
 		var hint *split
-		pid, _, err := t.findHint(key, 0, &hint)
-		if err != nil {
-			return nil, false, err
+		pid, hinted := leaf, leaf != 0
+		if !hinted {
+			var err error
+			if pid, _, err = t.findHint(key, 0, &hint); err != nil {
+				return nil, false, err
+			}
 		}
+		leaf = 0 // a retry descends
 		slot := t.pt.Slot(pid)
 		slot.Mu.Lock()
 		p := slot.Load()
 		if p == nil || !p.Covers(key) || p.Base.Level != 0 {
 			slot.Mu.Unlock()
-			t.restarts.Add(1)
+			if !hinted {
+				t.restarts.Add(1)
+			}
 			continue
 		}
 		if p.Stub != nil && (p.MayContain(key) || p.Len+p.Stub.DiskLen >= 2*t.stubChainMax()) {

@@ -69,7 +69,7 @@ func TestWriterCompletesHalfSplit(t *testing.T) {
 		seq++
 		k := fmt.Sprintf("k%03d", 201+i%9)
 		var err error
-		sp, _, err = tr.write([]byte(k), func(*node.Page) (*delta.Delta, error) {
+		sp, _, err = tr.write([]byte(k), 0, func(*node.Page) (*delta.Delta, error) {
 			return delta.New([]byte(k), nil, 1, seq, 0), nil
 		})
 		if err != nil {
@@ -110,3 +110,40 @@ type keepAll struct{}
 func (keepAll) Low() uint64                             { return 1 }
 func (keepAll) CommitTS(uint64) (uint64, bool)          { return 0, false }
 func (keepAll) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], 0 }
+
+// TestWriteAtStaleHint: a write started from another leaf's PID (a read
+// hint gone stale by a split, or simply the wrong page) lands in the leaf
+// that covers its key, and a valid hint lands in the same leaf a descent
+// finds.
+func TestWriteAtStaleHint(t *testing.T) {
+	tr := newTestTree()
+	for i := range 2000 {
+		put(t, tr, fmt.Sprintf("k%05d", i), 1)
+	}
+	_, ok, first, err := tr.GetLeaf([]byte("k00000"), allVisible{})
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	_, _, last, err := tr.GetLeaf([]byte("k01999"), allVisible{})
+	if err != nil || first == last {
+		t.Fatalf("want two leaves: %d %d %v", first, last, err)
+	}
+	for i := range 2000 {
+		k := []byte(fmt.Sprintf("k%05d", i))
+		if err := tr.WriteAt(k, first, func(*node.Page) (*delta.Delta, error) {
+			return delta.New(k, []byte("new"), 2, 1, 0), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2000 {
+		k := []byte(fmt.Sprintf("k%05d", i))
+		v, ok, err := tr.Get(k, allVisible{})
+		if err != nil || !ok || string(v) != "new" {
+			t.Fatalf("%s = %q %v %v", k, v, ok, err)
+		}
+	}
+	if err := tr.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
