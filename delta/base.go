@@ -33,6 +33,16 @@ type Base struct {
 	// visibility checks when every txid is retired.
 	MaxTxID uint64
 	Simple  bool
+
+	// Search index, built with the base: the entries' keys share their
+	// first cpl bytes (the first and last key's common prefix), and pfx[i]
+	// holds the 8 bytes of key i after that prefix, big endian and zero
+	// padded. A search compares these contiguous words first and touches
+	// entry headers only among equal words, instead of a cache miss per
+	// probe into the slab, where keys sit between values.
+	prefix []byte // the first cpl bytes of the first key (a copy)
+	cpl    int
+	pfx    []uint64
 }
 
 // summarize computes MaxTxID and Simple (at build and decode time).
@@ -48,6 +58,77 @@ func (b *Base) summarize() {
 			b.Simple = false
 		}
 	}
+	b.pfx, b.prefix, b.cpl = nil, nil, 0
+	if n := len(b.offs); n > 0 {
+		first, last := b.KeyAt(0), b.KeyAt(n-1)
+		cpl := 0
+		for cpl < len(first) && cpl < len(last) && first[cpl] == last[cpl] {
+			cpl++
+		}
+		b.cpl = cpl
+		b.prefix = bytes.Clone(first[:cpl])
+		b.pfx = make([]uint64, n)
+		for i := range b.pfx {
+			b.pfx[i] = word(b.KeyAt(i)[cpl:])
+		}
+	}
+}
+
+// word returns the first 8 bytes of b as a big-endian number, zero padded.
+// For keys a and b with a common prefix, word(a[p:]) < word(b[p:]) implies
+// a < b (and > implies >); equal words decide nothing.
+func word(b []byte) uint64 {
+	if len(b) >= 8 {
+		return binary.BigEndian.Uint64(b)
+	}
+	var w uint64
+	for i, c := range b {
+		w |= uint64(c) << (56 - 8*i)
+	}
+	return w
+}
+
+// bound returns the index of the first entry whose key is >= key, or
+// > key when strict.
+func (b *Base) bound(key []byte, strict bool) int {
+	n := len(b.offs)
+	if n == 0 {
+		return 0
+	}
+	prefix := b.prefix
+	if len(key) < b.cpl || !bytes.Equal(key[:b.cpl], prefix) {
+		// key lies below or above every entry.
+		if bytes.Compare(key, prefix) < 0 {
+			return 0
+		}
+		return n
+	}
+	w := word(key[b.cpl:])
+	pfx := b.pfx
+	lo, hi := 0, n
+	for lo < hi { // first word >= w
+		m := int(uint(lo+hi) >> 1)
+		if pfx[m] < w {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	end := lo
+	for end < n && pfx[end] == w {
+		end++
+	}
+	hi = end
+	for lo < hi { // among equal words, compare whole keys
+		m := int(uint(lo+hi) >> 1)
+		c := bytes.Compare(b.KeyAt(m), key)
+		if c < 0 || (strict && c == 0) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // Entry is one decoded slab entry. Its slices alias the base's slab, which
@@ -63,7 +144,9 @@ type Entry struct {
 func (b *Base) Len() int { return len(b.offs) }
 
 // Bytes returns the slab size, for accounting.
-func (b *Base) Bytes() int { return len(b.slab) + 4*len(b.offs) + len(b.Low) + len(b.High) + 96 }
+func (b *Base) Bytes() int {
+	return len(b.slab) + 12*len(b.offs) + len(b.prefix) + len(b.Low) + len(b.High) + 96
+}
 
 // KeyAt returns the key of entry i.
 func (b *Base) KeyAt(i int) []byte {
@@ -102,18 +185,7 @@ func (b *Base) At(i int) Entry {
 }
 
 // Search returns the index of the first entry whose key is >= key.
-func (b *Base) Search(key []byte) int {
-	lo, hi := 0, len(b.offs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(b.KeyAt(m), key) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+func (b *Base) Search(key []byte) int { return b.bound(key, false) }
 
 // Covers reports whether key lies in [Low, High).
 func (b *Base) Covers(key []byte) bool {
@@ -123,16 +195,7 @@ func (b *Base) Covers(key []byte) bool {
 // Child returns, for an inner page, the index and PID of the child whose
 // range holds key: the last entry whose separator is <= key.
 func (b *Base) Child(key []byte) (int, uint64) {
-	lo, hi := 0, len(b.offs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(b.KeyAt(m), key) <= 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	i := lo - 1
+	i := b.bound(key, true) - 1
 	if i < 0 {
 		i = 0
 	}
