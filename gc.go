@@ -233,13 +233,22 @@ func (db *DB) openDataFile(id uint64) (*pool.File, error) {
 // gcFiles is the collector's view of the cache (gc.Files).
 type gcFiles struct{ db *DB }
 
-func (g gcFiles) Addrs(id manifest.FileID) ([]uint64, error) {
+func (g gcFiles) Frames(id manifest.FileID) ([]pool.PageFrame, error) {
 	h, err := g.db.files.Acquire(uint64(id))
 	if err != nil {
 		return nil, err
 	}
 	defer g.db.files.Release(h)
-	return h.File().Addrs(), nil
+	f := h.File()
+	if pf, ok := f.PageFrames(); ok {
+		return pf, nil
+	}
+	addrs := f.Addrs() // a version 1 file: PIDs unknown (0)
+	pf := make([]pool.PageFrame, len(addrs))
+	for i, a := range addrs {
+		pf[i].Addr = a
+	}
+	return pf, nil
 }
 
 func (g gcFiles) ReadRaw(id manifest.FileID, addr uint64, dst []byte) ([]byte, delta.FrameHeader, error) {

@@ -19,8 +19,10 @@ import (
 
 // Files is the engine's data-file cache, as the collector needs it.
 type Files interface {
-	// Addrs returns the frame addresses of file id, ascending.
-	Addrs(id manifest.FileID) ([]uint64, error)
+	// Frames returns the frames of file id, ascending by address, with
+	// their page IDs and lengths as the file's relocation table records
+	// them; PID 0 where the table records none (a version 1 data file).
+	Frames(id manifest.FileID) ([]pool.PageFrame, error)
 	// ReadRaw appends the verified encoded bytes of the frame at addr in
 	// file id to dst (pool.File.ReadRaw).
 	ReadRaw(id manifest.FileID, addr uint64, dst []byte) ([]byte, delta.FrameHeader, error)
@@ -235,17 +237,22 @@ type frameAt struct {
 // (copying junk is harmless; dropping a live frame is not). A victim
 // frame that cannot be read fails the batch.
 func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frameAt, liveBytes int64, err error) {
-	var all []frameAt
+	type victimFrame struct {
+		frameAt
+		pid uint64 // 0: unknown, read the frame's header
+		n   int
+	}
+	var all []victimFrame
 	for _, v := range victims {
-		addrs, err := c.env.Files.Addrs(v.ID)
+		frames, err := c.env.Files.Frames(v.ID)
 		if err != nil {
 			return nil, 0, fmt.Errorf("gc: list frames of file %d: %w", v.ID, err)
 		}
-		for _, a := range addrs {
-			all = append(all, frameAt{a, v.ID})
+		for _, f := range frames {
+			all = append(all, victimFrame{frameAt{f.Addr, v.ID}, f.PID, f.Len})
 		}
 	}
-	slices.SortFunc(all, func(a, b frameAt) int { return cmp.Compare(a.addr, b.addr) })
+	slices.SortFunc(all, func(a, b victimFrame) int { return cmp.Compare(a.addr, b.addr) })
 	type known struct {
 		chain Chain
 		ok    bool
@@ -254,33 +261,39 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 	measured := map[manifest.FileID]int64{}
 	var buf []byte
 	for _, f := range all {
-		// The header says whose frame it is; the payload is not needed
-		// (nor decompressed) to decide liveness.
-		var fr delta.FrameHeader
-		var err error
-		buf, fr, err = c.env.Files.ReadRaw(f.file, f.addr, buf[:0])
-		if err != nil {
-			return nil, 0, &victimError{file: f.file, err: err}
+		// The relocation table says whose frame it is (checksummed with
+		// the table; the copy verifies the frame itself), so no frame is
+		// read to decide liveness. A version 1 file's table does not: read
+		// the frame (verified) for its header.
+		pid, n := f.pid, f.n
+		if pid == 0 {
+			var fr delta.FrameHeader
+			var err error
+			buf, fr, err = c.env.Files.ReadRaw(f.file, f.addr, buf[:0])
+			if err != nil {
+				return nil, 0, &victimError{file: f.file, err: err}
+			}
+			pid, n = fr.PID, fr.Len
 		}
-		head, ok := st.Page(fr.PID)
+		head, ok := st.Page(pid)
 		if !ok || head < f.addr {
 			continue // page removed, or the frame is newer than its head: never reached
 		}
-		k, seen := chains[fr.PID]
+		k, seen := chains[pid]
 		if !seen {
 			if c.env.Verify {
-				if err := c.env.Ledger.verify(fr.PID, head); err != nil {
+				if err := c.env.Ledger.verify(pid, head); err != nil {
 					return nil, 0, err
 				}
 			}
-			ch, err := c.env.Ledger.Chain(fr.PID, head)
+			ch, err := c.env.Ledger.Chain(pid, head)
 			k = known{ch, err == nil}
-			chains[fr.PID] = k
+			chains[pid] = k
 		}
 		if !k.ok || k.chain.Contains(f.addr) {
-			live = append(live, f)
-			liveBytes += int64(fr.Len)
-			measured[f.file] += int64(fr.Len)
+			live = append(live, f.frameAt)
+			liveBytes += int64(n)
+			measured[f.file] += int64(n)
 		}
 	}
 	if c.env.Verify {

@@ -34,7 +34,11 @@
 // Every disk read of a page starts at that head (the page table is
 // initialised from it at Open, and a page whose head changes is in
 // memory), so a frame no chain reaches is never read again. A page whose
-// chain cannot be read keeps every frame (copying junk is harmless).
+// chain cannot be read keeps every frame (copying junk is harmless). The
+// frame's page comes from the victim's relocation table (checksummed as a
+// whole), so deciding liveness reads no frame; only the live frames are
+// read, verified, and copied. (A version 1 data file records no pages in
+// its table: its frames' headers are read instead.)
 //
 // # Victims
 //

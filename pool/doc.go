@@ -13,9 +13,12 @@
 //	frames   count frames; the first starts at offset 0; each plain or
 //	         compressed (the frame header names its codec, so one file
 //	         may mix them: see package delta)
-//	table    count entries of 24 bytes: addr u64, offset u64, length u32,
+//	table    count entries of 32 bytes: addr u64, offset u64, length u32,
 //	         crc u32 (the frame's own CRC, so a frame can be checked, or
-//	         copied, against the table without being parsed)
+//	         copied, against the table without being parsed), pid u64
+//	         (the frame's page, so the GC decides liveness from the table
+//	         alone: PageFrames); version 1 files have 24-byte entries
+//	         without pid and stay readable
 //	footer   tableOffset u64, tableLength u64, count u64, minAddr u64,
 //	         maxAddr u64, tableCRC u32 (CRC-32C of the table), flags u32
 //	         (0), version u32, footerCRC u32, magic "bwkvdata"

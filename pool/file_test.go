@@ -218,7 +218,7 @@ func TestOpenFileBad(t *testing.T) {
 		{"footer bit flip", func(b []byte) []byte { b[ft+ftCount] ^= 1; return b }, pool.ErrCorruption, "footer checksum"},
 		{"version bit flip", func(b []byte) []byte { b[ft+ftVersion] ^= 2; return b }, pool.ErrCorruption, "footer checksum"},
 		{"table bit flip", func(b []byte) []byte { b[tab+3] ^= 1; return b }, pool.ErrCorruption, "table checksum"},
-		{"newer version", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 2)) }, pool.ErrVersion, "newer"},
+		{"newer version", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 3)) }, pool.ErrVersion, "newer"},
 		{"version 0", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 0)) }, pool.ErrCorruption, "version 0"},
 		{"footer flags", func(b []byte) []byte { return recrc(put32(b, ft+ftFlags, 1)) }, pool.ErrCorruption, "flags"},
 		{"table offset", func(b []byte) []byte { return recrc(put64(b, ft+ftTableOff, uint64(tab-1))) }, pool.ErrCorruption, "does not end"},
@@ -228,6 +228,7 @@ func TestOpenFileBad(t *testing.T) {
 		{"max addr", func(b []byte) []byte { return recrc(put64(b, ft+ftMaxAddr, 1<<40)) }, pool.ErrCorruption, "footer says"},
 		{"inverted range", func(b []byte) []byte { return recrc(put64(b, ft+ftMinAddr, 1<<41)) }, pool.ErrCorruption, "range"},
 		{"entry addr 0", func(b []byte) []byte { return recrc(put64(b, tab, 0)) }, pool.ErrCorruption, "address 0"},
+		{"entry page 0", func(b []byte) []byte { return recrc(put64(b, tab+entrySize+24, 0)) }, pool.ErrCorruption, "page 0"},
 		{"entry addr order", func(b []byte) []byte { return recrc(put64(b, tab+entrySize, 1)) }, pool.ErrCorruption, "ascend"},
 		{"entry offset", func(b []byte) []byte { return recrc(put64(b, tab+entrySize+8, 1)) }, pool.ErrCorruption, "previous one ends"},
 		{"entry short", func(b []byte) []byte { return recrc(put32(b, tab+16, 10)) }, pool.ErrCorruption, "shorter than a frame header"},
@@ -325,5 +326,76 @@ func TestFileClose(t *testing.T) {
 	}
 	if _, err := f.ReadAt(make([]byte, 1), 0); err == nil {
 		t.Fatal("Close left the vfs.File open")
+	}
+}
+
+// TestFileTablePIDs: a version 2 table names each frame's page, PageFrames
+// returns them without reading a frame, and a frame whose header names
+// another page than its table entry is corruption of that frame alone.
+func TestFileTablePIDs(t *testing.T) {
+	fs := vfs.NewMem()
+	frames := testFrames(1, 5)
+	writeFile(t, fs, "/f", frames)
+	img := fileBytes(t, fs, "/f")
+	r, err := pool.OpenFile(bytesFile{img}, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, ok := r.PageFrames()
+	if !ok || len(pf) != len(frames) {
+		t.Fatalf("PageFrames = %v, %v", pf, ok)
+	}
+	for i, f := range frames {
+		if pf[i].Addr != f.Addr || pf[i].PID != f.PID || pf[i].Len != f.Size() {
+			t.Fatalf("frame %d: %+v, want addr %d pid %d len %d", i, pf[i], f.Addr, f.PID, f.Size())
+		}
+	}
+	tab := len(img) - footerSize - len(frames)*entrySize
+	binary.LittleEndian.PutUint64(img[tab+2*entrySize+24:], frames[2].PID+1)
+	r, err = pool.OpenFile(bytesFile{recrc(img)}, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadFrame(frames[2].Addr); !errors.Is(err, pool.ErrCorruption) || !strings.Contains(err.Error(), "the table says page") {
+		t.Fatalf("ReadFrame with a wrong table page: %v", err)
+	}
+	if _, _, err := r.ReadRaw(nil, frames[2].Addr); !errors.Is(err, pool.ErrCorruption) {
+		t.Fatalf("ReadRaw with a wrong table page: %v", err)
+	}
+	if _, err := r.ReadFrame(frames[1].Addr); err != nil {
+		t.Fatalf("intact frame: %v", err)
+	}
+}
+
+// TestFileVersion1: a file written before table entries carried page IDs
+// (24-byte entries, footer version 1) opens and reads as before;
+// PageFrames reports that it cannot answer.
+func TestFileVersion1(t *testing.T) {
+	fs := vfs.NewMem()
+	frames := testFrames(1, 5)
+	writeFile(t, fs, "/f", frames)
+	img := fileBytes(t, fs, "/f")
+	ft := len(img) - footerSize
+	tab := ft - len(frames)*entrySize
+	v1 := bytes.Clone(img[:tab])
+	for i := range frames {
+		v1 = append(v1, img[tab+i*entrySize:tab+i*entrySize+24]...)
+	}
+	foot := bytes.Clone(img[ft:])
+	binary.LittleEndian.PutUint64(foot[ftTableLen:], uint64(24*len(frames)))
+	binary.LittleEndian.PutUint32(foot[ftVersion:], 1)
+	v1 = recrc(append(v1, foot...))
+	r, err := pool.OpenFile(bytesFile{v1}, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		got, err := r.ReadFrame(f.Addr)
+		if err != nil || got.PID != f.PID {
+			t.Fatalf("frame %d: %v %v", f.Addr, got, err)
+		}
+	}
+	if pf, ok := r.PageFrames(); ok {
+		t.Fatalf("PageFrames of a version 1 file = %v, true", pf)
 	}
 }

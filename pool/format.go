@@ -8,8 +8,9 @@ import (
 )
 
 // FormatVersion is the newest data-file format version this code reads
-// and the one it writes.
-const FormatVersion = 1
+// and the one it writes. Version 2 adds each frame's page ID to its table
+// entry; version 1 files (24-byte entries, no PID) stay readable.
+const FormatVersion = 2
 
 // Footer and table layout (see doc.go).
 const (
@@ -25,7 +26,8 @@ const (
 	ftMagic     = 56
 	footerSize  = 64
 
-	tableEntrySize = 24
+	tableEntrySizeV1 = 24 // addr, offset, length, crc
+	tableEntrySize   = 32 // version 2: the same, then pid u64
 
 	footerMagic = "bwkvdata"
 )
@@ -38,6 +40,7 @@ type entry struct {
 	off  int64
 	len  uint32
 	crc  uint32
+	pid  uint64 // 0 in a version 1 file: unknown
 }
 
 // FrameRef says where a frame lies in its data file.
@@ -55,6 +58,7 @@ func (e entry) ref() FrameRef {
 
 // footer is a decoded footer.
 type footer struct {
+	version            uint32
 	tableOff, tableLen uint64
 	count              uint64
 	minAddr, maxAddr   uint64
@@ -92,7 +96,8 @@ func decodeFooter(b []byte, size int64) (footer, error) {
 	if stored, got := binary.LittleEndian.Uint32(b[ftFooterCRC:]), footerChecksum(b); stored != got {
 		return footer{}, corruptAt(at+ftFooterCRC, "footer checksum mismatch: stored %08x, computed %08x", stored, got)
 	}
-	switch v := binary.LittleEndian.Uint32(b[ftVersion:]); {
+	v := binary.LittleEndian.Uint32(b[ftVersion:])
+	switch {
 	case v > FormatVersion:
 		return footer{}, &versionError{version: v}
 	case v == 0:
@@ -102,6 +107,7 @@ func decodeFooter(b []byte, size int64) (footer, error) {
 		return footer{}, corruptAt(at+ftFlags, "unknown footer flags %#x", fl)
 	}
 	ft := footer{
+		version:  v,
 		tableOff: binary.LittleEndian.Uint64(b[ftTableOff:]),
 		tableLen: binary.LittleEndian.Uint64(b[ftTableLen:]),
 		count:    binary.LittleEndian.Uint64(b[ftCount:]),
@@ -113,7 +119,7 @@ func decodeFooter(b []byte, size int64) (footer, error) {
 	switch {
 	case ft.tableLen > body || ft.tableOff != body-ft.tableLen:
 		return footer{}, corruptAt(at+ftTableOff, "table at %d of %d bytes does not end where the footer starts (%d)", ft.tableOff, ft.tableLen, at)
-	case ft.count > ft.tableLen/tableEntrySize || ft.count*tableEntrySize != ft.tableLen:
+	case ft.count > ft.tableLen/ft.entrySize() || ft.count*ft.entrySize() != ft.tableLen:
 		return footer{}, corruptAt(at+ftCount, "%d frames need a %d-entry table, not %d bytes", ft.count, ft.count, ft.tableLen)
 	case ft.count == 0 && (ft.minAddr != 0 || ft.maxAddr != 0 || ft.tableOff != 0):
 		return footer{}, corruptAt(at+ftMinAddr, "empty file with address range [%d, %d] and %d frame bytes", ft.minAddr, ft.maxAddr, ft.tableOff)
@@ -125,12 +131,21 @@ func decodeFooter(b []byte, size int64) (footer, error) {
 	return ft, nil
 }
 
-// appendEntry appends the encoding of one table entry.
+// entrySize is the table entry size of the footer's format version.
+func (ft footer) entrySize() uint64 {
+	if ft.version == 1 {
+		return tableEntrySizeV1
+	}
+	return tableEntrySize
+}
+
+// appendEntry appends the encoding of one table entry (version 2).
 func appendEntry(dst []byte, e entry) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, e.addr)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.off))
 	dst = binary.LittleEndian.AppendUint32(dst, e.len)
-	return binary.LittleEndian.AppendUint32(dst, e.crc)
+	dst = binary.LittleEndian.AppendUint32(dst, e.crc)
+	return binary.LittleEndian.AppendUint64(dst, e.pid)
 }
 
 // parseTable validates the table bytes b against ft and returns its
@@ -142,18 +157,24 @@ func parseTable(b []byte, ft footer) ([]entry, error) {
 	}
 	entries := make([]entry, ft.count)
 	next := uint64(0) // where the next frame must start
+	size := int(ft.entrySize())
 	for i := range entries {
-		p := b[i*tableEntrySize:]
+		p := b[i*size:]
 		e := entry{
 			addr: binary.LittleEndian.Uint64(p),
 			len:  binary.LittleEndian.Uint32(p[16:]),
 			crc:  binary.LittleEndian.Uint32(p[20:]),
 		}
+		if size == tableEntrySize {
+			e.pid = binary.LittleEndian.Uint64(p[24:])
+		}
 		off := binary.LittleEndian.Uint64(p[8:])
-		eat := at + int64(i*tableEntrySize)
+		eat := at + int64(i*size)
 		switch {
 		case e.addr == 0:
 			return nil, corruptAt(eat, "table entry %d: address 0", i)
+		case size == tableEntrySize && e.pid == 0:
+			return nil, corruptAt(eat+24, "table entry %d: page 0", i)
 		case i > 0 && e.addr <= entries[i-1].addr:
 			return nil, corruptAt(eat, "table entry %d: address %d does not ascend from %d", i, e.addr, entries[i-1].addr)
 		case off != next:

@@ -20,7 +20,7 @@ import (
 // documented format.
 const (
 	footerSize = 64
-	entrySize  = 24
+	entrySize  = 32 // version 2: addr, offset, length, crc, pid
 	ftTableOff = 0
 	ftTableLen = 8
 	ftCount    = 16

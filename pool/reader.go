@@ -126,6 +126,28 @@ func (r *File) Addrs() []uint64 {
 	return out
 }
 
+// PageFrame is one frame's identity as the relocation table records it.
+type PageFrame struct {
+	Addr, PID uint64
+	Len       int
+}
+
+// PageFrames returns the file's frames in ascending address order with
+// their page IDs and lengths, from the relocation table alone (no frame
+// is read; the table is checksummed as a whole). ok is false for a
+// version 1 file, whose table records no page IDs: the caller then reads
+// the frame headers. The slice is new and belongs to the caller.
+func (r *File) PageFrames() (frames []PageFrame, ok bool) {
+	if len(r.entries) > 0 && r.entries[0].pid == 0 {
+		return nil, false
+	}
+	out := make([]PageFrame, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = PageFrame{Addr: e.addr, PID: e.pid, Len: int(e.len)}
+	}
+	return out, true
+}
+
 // Lookup returns where the frame at addr lies, and whether the file holds
 // it. It does no I/O.
 func (r *File) Lookup(addr uint64) (FrameRef, bool) {
@@ -191,6 +213,8 @@ func (r *File) ReadFrame(addr uint64) (*delta.Frame, error) {
 		return nil, r.corrupt(e.off, "frame %d: checksum %08x, the table says %08x", addr, h.CRC, e.crc)
 	case fr.Addr != addr:
 		return nil, r.corrupt(e.off, "table slot of frame %d holds frame %d", addr, fr.Addr)
+	case e.pid != 0 && fr.PID != e.pid:
+		return nil, r.corrupt(e.off, "frame %d is of page %d, the table says page %d", addr, fr.PID, e.pid)
 	}
 	return fr, nil
 }
@@ -234,6 +258,8 @@ func (r *File) ReadRaw(dst []byte, addr uint64) ([]byte, delta.FrameHeader, erro
 		return dst[:start], h, r.corrupt(e.off, "frame %d: checksum %08x, the table says %08x", addr, h.CRC, e.crc)
 	case h.Addr != addr:
 		return dst[:start], h, r.corrupt(e.off, "table slot of frame %d holds frame %d", addr, h.Addr)
+	case e.pid != 0 && h.PID != e.pid:
+		return dst[:start], h, r.corrupt(e.off, "frame %d is of page %d, the table says page %d", addr, h.PID, e.pid)
 	}
 	return dst, h, nil
 }

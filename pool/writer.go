@@ -78,7 +78,7 @@ func (w *FileWriter) Add(fr *delta.Frame) error {
 	if err != nil {
 		panic("pool: AppendFrame produced a header ParseFrameHeader rejects: " + err.Error())
 	}
-	w.table = append(w.table, entry{addr: fr.Addr, off: w.written + int64(start), len: uint32(h.Len), crc: h.CRC})
+	w.table = append(w.table, entry{addr: fr.Addr, off: w.written + int64(start), len: uint32(h.Len), crc: h.CRC, pid: fr.PID})
 	if len(w.buf) >= flushBytes {
 		return w.flush()
 	}
@@ -106,7 +106,7 @@ func (w *FileWriter) AddRaw(raw []byte) error {
 	}
 	start := len(w.buf)
 	w.buf = append(w.buf, raw...)
-	w.table = append(w.table, entry{addr: h.Addr, off: w.written + int64(start), len: uint32(h.Len), crc: h.CRC})
+	w.table = append(w.table, entry{addr: h.Addr, off: w.written + int64(start), len: uint32(h.Len), crc: h.CRC, pid: h.PID})
 	if len(w.buf) >= flushBytes {
 		return w.flush()
 	}
