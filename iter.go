@@ -302,7 +302,7 @@ func (it *Iter) skipFwd() bool {
 	if it.merged {
 		return it.settle()
 	}
-	if it.base != nil {
+	if it.base != nil && it.base.Tombstones {
 		for it.pos < it.end && it.base.FlagsAt(it.pos)&delta.Tombstone != 0 {
 			it.pos++
 		}

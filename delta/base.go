@@ -33,6 +33,9 @@ type Base struct {
 	// visibility checks when every txid is retired.
 	MaxTxID uint64
 	Simple  bool
+	// Tombstones reports whether any entry is a tombstone: a forward scan
+	// over a base without one reads no entry's flags.
+	Tombstones bool
 
 	// Search index, built with the base: the entries' keys share their
 	// first cpl bytes (the first and last key's common prefix), and pfx[i]
@@ -49,6 +52,7 @@ type Base struct {
 func (b *Base) summarize() {
 	b.Simple = b.Keys == len(b.offs)
 	b.MaxTxID = 0
+	b.Tombstones = false
 	for i := range b.offs {
 		h := b.slab[b.offs[i]:]
 		if t := binary.LittleEndian.Uint64(h[8:]); t > b.MaxTxID {
@@ -56,6 +60,9 @@ func (b *Base) summarize() {
 		}
 		if Flags(h[20])&CLR != 0 {
 			b.Simple = false
+		}
+		if Flags(h[20])&Tombstone != 0 {
+			b.Tombstones = true
 		}
 	}
 	b.pfx, b.prefix, b.cpl = nil, nil, 0

@@ -26,6 +26,34 @@ func (p *Page) chainSorted(buf []ver) []ver {
 	return buf
 }
 
+// sortedChain is a page state's chain in key order (chainSorted) and
+// whether it holds a CLR. Read-only once built.
+type sortedChain struct {
+	vers []ver
+	clr  bool
+}
+
+var noChain = &sortedChain{}
+
+// sortedChain returns the state's chain in key order, building it on first
+// use (two scans racing build equal copies; either is kept).
+func (p *Page) sortedChain() *sortedChain {
+	if p.Head == nil {
+		return noChain
+	}
+	if sc := p.sorted.Load(); sc != nil {
+		return sc
+	}
+	sc := &sortedChain{vers: p.chainSorted(make([]ver, 0, p.Len))}
+	for _, v := range sc.vers {
+		if v.flags&delta.CLR != 0 {
+			sc.clr = true
+		}
+	}
+	p.sorted.Store(sc)
+	return sc
+}
+
 // mergedRun walks the page's versions in key order (chain versions of a key
 // before its base versions) and calls fn once per key with that key's
 // versions newest first. Keys outside [lo, hi) are skipped (nil: unbounded).
@@ -143,14 +171,11 @@ func (p *Page) Overrides(lo, hi []byte, vis Visibility, dst []Override) ([]Overr
 	if p.Stub != nil || !p.Base.Simple || p.Base.MaxTxID >= vis.Low() {
 		return dst, false
 	}
-	var scratch [32]ver
-	chain := p.chainSorted(scratch[:0])
-	for _, v := range chain {
-		if v.flags&delta.CLR != 0 {
-			return dst, false
-		}
+	sc := p.sortedChain()
+	if sc.clr {
+		return dst, false
 	}
-	return resolve(chain, lo, hi, vis, dst), true
+	return resolve(sc.vers, lo, hi, vis, dst), true
 }
 
 // Override is one chain key's outcome for a reader: resolved (the

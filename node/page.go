@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"hash/maphash"
+	"sync/atomic"
 
 	"github.com/bwkv/bwkv/delta"
 )
@@ -26,7 +27,16 @@ type Page struct {
 	// Stub is set on an evicted leaf whose entries are on disk only (see
 	// Stub); Base then holds no entries.
 	Stub *Stub
+
+	// sorted is the chain in key order, built the first time a scan of
+	// this state needs it (sortedChain) and shared by every later scan:
+	// the state is immutable. Its memory is counted in Size by Prepend.
+	sorted atomic.Pointer[sortedChain]
 }
+
+// sortEntryBytes is the memory one chain delta takes in a sortedChain
+// (a ver), counted per delta at Prepend so the cache budget owns it.
+const sortEntryBytes = 64
 
 // Bytes returns the memory the state holds: its base and its chain.
 func (p *Page) Bytes() int {
@@ -58,7 +68,7 @@ func (p *Page) Covers(key []byte) bool {
 // Prepend returns a new state with d as the newest delta.
 func (p *Page) Prepend(d *delta.Delta) *Page {
 	d.Next = p.Head
-	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key), Size: p.Bytes() + d.Size(), Stub: p.Stub}
+	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key), Size: p.Bytes() + d.Size() + sortEntryBytes, Stub: p.Stub}
 }
 
 // maskSet is a tiny set of txids whose versions a CLR hides, for one key.
