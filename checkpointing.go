@@ -15,8 +15,6 @@ import (
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
-	"github.com/bwkv/bwkv/pool"
-	"github.com/bwkv/bwkv/wal"
 )
 
 // ckptState is the checkpointer's mailbox and counters.
@@ -339,42 +337,6 @@ func (db *DB) removeOrphans(st *manifest.State) error {
 	}
 	if removed {
 		return db.fs.SyncDir(db.dir)
-	}
-	return nil
-}
-
-// readErr maps a page-read error to the public ones.
-func (db *DB) readErr(err error) error {
-	if ce := asCorruption(err); ce != nil {
-		return ce
-	}
-	if errors.Is(err, pool.ErrVersion) {
-		return fmt.Errorf("%w: %v", ErrVersion, err)
-	}
-	return err
-}
-
-// asCorruption converts any layer's corruption error to *CorruptionError.
-func asCorruption(err error) *CorruptionError {
-	var ce *CorruptionError
-	if errors.As(err, &ce) {
-		return ce
-	}
-	var pc *pool.CorruptionError
-	if errors.As(err, &pc) {
-		return &CorruptionError{File: pc.File, Offset: pc.Offset, Reason: pc.Reason}
-	}
-	var dc *delta.CorruptionError
-	if errors.As(err, &dc) {
-		return &CorruptionError{File: "frame", Offset: dc.Offset, Reason: dc.Reason}
-	}
-	var mc *manifest.CorruptionError
-	if errors.As(err, &mc) {
-		return &CorruptionError{File: mc.File, Offset: mc.Offset, Reason: mc.Reason}
-	}
-	var wc *wal.CorruptionError
-	if errors.As(err, &wc) {
-		return &CorruptionError{File: wc.File, Offset: wc.Offset, Reason: wc.Reason}
 	}
 	return nil
 }

@@ -288,14 +288,10 @@ func (db *DB) open(exists bool) error {
 	return nil
 }
 
-// openErr maps a lower layer's error to the public ones.
+// openErr adds the directory to a lower layer's error. Corruption and
+// newer-format errors need no mapping: every layer wraps the ones
+// internal/base defines, which the root re-exports.
 func (db *DB) openErr(err error) error {
-	if ce := asCorruption(err); ce != nil {
-		return fmt.Errorf("bwkv: open %s: %w", db.dir, ce)
-	}
-	if errors.Is(err, manifest.ErrVersion) || errors.Is(err, pool.ErrVersion) {
-		return fmt.Errorf("bwkv: open %s: %w: %v", db.dir, ErrVersion, err)
-	}
 	return fmt.Errorf("bwkv: open %s: %w", db.dir, err)
 }
 

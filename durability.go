@@ -98,7 +98,7 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 	}
 	if res.Damage != nil {
 		db.recovery.DroppedBytes = uint64(res.DroppedBytes)
-		db.recovery.Damage = asCorruption(res.Damage).Error()
+		db.recovery.Damage = res.Damage.Error()
 		db.log.Error("bwkv: damaged log truncated (WALRecoveryTruncateDamaged): commits after the damage are lost",
 			"damage", db.recovery.Damage, "keptUpTo", uint64(res.End), "droppedBytes", res.DroppedBytes)
 		db.logEnd, db.logCut = res.End, true

@@ -390,7 +390,7 @@ func (it *Iter) seekGE(key []byte, right bool) bool {
 			p, err = it.db.tree.Leaf(k)
 		}
 		if err != nil {
-			it.err = it.db.readErr(err)
+			it.err = err
 			return it.invalidate()
 		}
 		it.load(p, key, nil, true)
@@ -414,7 +414,7 @@ func (it *Iter) seekLT(key []byte) bool {
 		}
 		p, err := it.db.tree.LeafBelow(key)
 		if err != nil {
-			it.err = it.db.readErr(err)
+			it.err = err
 			return it.invalidate()
 		}
 		it.load(p, nil, key, false)

@@ -79,7 +79,7 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	}
 	v, ok, err := s.db.tree.Get(key, &s.r)
 	if err != nil {
-		return dst, s.db.readErr(err)
+		return dst, err
 	}
 	if !ok {
 		return dst, ErrNotFound

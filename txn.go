@@ -105,7 +105,7 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 	}
 	v, ok, err := tx.db.tree.Get(key, &tx.r)
 	if err != nil {
-		return dst, tx.db.readErr(err)
+		return dst, err
 	}
 	if !ok {
 		return dst, ErrNotFound

@@ -2,7 +2,7 @@ package manifest
 
 // FormatVersion is the newest on-disk format version this code understands.
 // An Edit may record it (HasFormatVersion); a larger recorded value makes
-// Open fail with ErrVersion.
+// Open fail with base.ErrVersion.
 const FormatVersion = 1
 
 // FileID names a data file. IDs come from the NextFileID counter and are

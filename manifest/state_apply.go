@@ -3,11 +3,13 @@ package manifest
 import (
 	"slices"
 	"sort"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // Apply validates e against s and, when it is valid, applies it; when it is
-// not, s is unchanged and the error is a *CorruptionError (or wraps
-// ErrVersion for a format version newer than FormatVersion).
+// not, s is unchanged and the error is a *base.CorruptionError (or wraps
+// base.ErrVersion for a format version newer than FormatVersion).
 //
 // An edit is valid when, with "post" meaning the value after the edit's
 // scalars:
@@ -43,7 +45,7 @@ func (s *State) Apply(e *Edit) error {
 }
 
 // forward returns the post value of a counter, refusing to move it back.
-func forward(e *Edit, f Field, name string, old, v uint64) (uint64, *CorruptionError) {
+func forward(e *Edit, f Field, name string, old, v uint64) (uint64, *base.CorruptionError) {
 	if e.Has&f == 0 {
 		return old, nil
 	}
@@ -53,7 +55,7 @@ func forward(e *Edit, f Field, name string, old, v uint64) (uint64, *CorruptionE
 	return v, nil
 }
 
-func checkMeta(what string, f FileMeta) *CorruptionError {
+func checkMeta(what string, f FileMeta) *base.CorruptionError {
 	if f.Total < 0 || f.Live < 0 || f.Live > f.Total {
 		return corruptf("%s file %d: bad accounting total %d live %d", what, f.ID, f.Total, f.Live)
 	}
@@ -81,7 +83,7 @@ func (s *State) check(e *Edit) error {
 			return corruptf("bad format options %+v", *o)
 		}
 	}
-	var err *CorruptionError
+	var err *base.CorruptionError
 	var nextPID, nextAddr, nextFile, frontier, analysis uint64
 	check := func(f Field, name string, old, v uint64) uint64 {
 		if err != nil {
@@ -189,7 +191,7 @@ func (s *State) check(e *Edit) error {
 // checkStage validates the stage mark. The staged file must never be
 // registered: Open deletes a staged file, so a mark left on a registered
 // file would delete live data.
-func (s *State) checkStage(e *Edit, nextFile uint64, isFile func(FileID) bool) *CorruptionError {
+func (s *State) checkStage(e *Edit, nextFile uint64, isFile func(FileID) bool) *base.CorruptionError {
 	stage := s.StageFile
 	if e.Has&HasStageFile != 0 {
 		if v := e.StageFile; v != NoFile {
@@ -214,7 +216,7 @@ func (s *State) checkStage(e *Edit, nextFile uint64, isFile func(FileID) bool) *
 
 // checkRanges validates RemoveRanges and AddRanges and returns, per file,
 // the change in the number of ranges naming it.
-func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) (map[FileID]int, *CorruptionError) {
+func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) (map[FileID]int, *base.CorruptionError) {
 	delta := make(map[FileID]int)
 	removed := make(map[uint64]struct{}, len(e.RemoveRanges))
 	for _, r := range e.RemoveRanges {
@@ -255,7 +257,7 @@ func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) 
 }
 
 // checkPages validates RemovePages and SetPages.
-func (s *State) checkPages(e *Edit, nextPID, nextAddr uint64) *CorruptionError {
+func (s *State) checkPages(e *Edit, nextPID, nextAddr uint64) *base.CorruptionError {
 	removed := make(map[uint64]struct{}, len(e.RemovePages))
 	for _, pid := range e.RemovePages {
 		if _, ok := s.Pages[pid]; !ok {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/wal"
 )
 
@@ -49,7 +50,7 @@ type Result struct {
 	TornBytes       int64
 	// Damage is the log damage a TruncateDamaged recovery cut the log at
 	// (nil: none); DroppedBytes the log bytes it gave up.
-	Damage       *wal.CorruptionError
+	Damage       *base.CorruptionError
 	DroppedBytes int64
 	// MaxTxID is the highest txid the log names (the oracle restarts above).
 	MaxTxID  uint64
