@@ -1,5 +1,15 @@
 // Package base holds what every layer of bwkv shares and nothing else: the
-// one corruption marker. It is internal to bwkv; no API stability promise.
+// identity types (PID, Addr, LSN, TxID, FileID) and the one corruption
+// marker. It is internal to bwkv; no API stability promise.
+//
+// # Identity types
+//
+// wal.LSN and wal.TxID, manifest.FileID and pagetable.PID are aliases of
+// the types here, so they are one type wherever they meet. Fields that
+// still hold these identities as plain uint64 (delta frames and records,
+// manifest.Edit and State, the checkpoint and GC, mvcc's txids and
+// timestamps, which share one clock) are converted at those packages'
+// boundaries; moving them to these types is a later, separate change.
 //
 // # Errors
 //
