@@ -121,7 +121,8 @@ func (db *DB) checkpointLoop() {
 	var waiters []chan error
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
-	settle := time.NewTicker(settleInterval)
+	interval, _ := db.hooks.settleTimes()
+	settle := time.NewTicker(interval)
 	defer settle.Stop()
 	for {
 		select {
@@ -180,14 +181,9 @@ func (db *DB) checkpointOnce(force bool) error {
 	if g == nil {
 		return errors.New("bwkv: checkpoint: a sealed generation is pending")
 	}
-	if testCutHook != nil {
-		testCutHook()
-	}
+	db.hooks.runCut()
 	return db.publish(g)
 }
-
-// testCutHook, when set (by tests), runs between a cut and its publish.
-var testCutHook func()
 
 func (db *DB) publish(g *generation.Gen) error {
 	env := &checkpoint.Env{

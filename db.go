@@ -55,6 +55,8 @@ type DB struct {
 
 	ckpt  ckptState
 	cache cacheState
+	// hooks are the test knobs of this DB (hooks.go); zero outside tests.
+	hooks testHooks
 	gc    gcState // data-file GC (gc.go)
 
 	recovery RecoveryStats
@@ -143,6 +145,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		ckpt:  newCkptState(),
 		cache: newCacheState(),
 	}
+	db.hooks.init(o.testHooks)
 	db.files = pool.NewFiles(o.MaxOpenFiles, db.openDataFile)
 	if err := db.open(exists); err != nil {
 		db.files.CloseAll()
@@ -170,10 +173,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// testManifestRotateBytes (tests), when positive, is the manifest size past
-// which DBs opened afterwards rotate it, so crash tests reach rotation.
-var testManifestRotateBytes int64
-
 // open reads the manifest, loads the page table, builds the tree and runs
 // recovery. Nothing is written before the manifest and the log validated.
 func (db *DB) open(exists bool) error {
@@ -182,8 +181,8 @@ func (db *DB) open(exists bool) error {
 	switch {
 	case err == nil:
 		db.man = man
-		if testManifestRotateBytes > 0 {
-			man.SetRotateBytes(testManifestRotateBytes)
+		if n := db.hooks.manifestRotateBytes; n > 0 {
+			man.SetRotateBytes(n)
 		}
 	case o.ReadOnly && errors.Is(err, manifest.ErrNotExist):
 		st = manifest.NewState() // never checkpointed: everything is in the log

@@ -14,10 +14,6 @@ import (
 	"github.com/bwkv/bwkv/wal"
 )
 
-// testRecoveryHook, when set (by tests), runs before each undo step of
-// recovery.
-var testRecoveryHook func()
-
 // durableLSN is the log position below which every record is durable.
 func (db *DB) durableLSN() uint64 {
 	if db.wal == nil {
@@ -90,7 +86,7 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 	ro := recovery.Options{
 		WAL: db.walOptions(), From: from, Frontier: frontier, Synced: wal.LSN(st.LogSynced),
 		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,
-		Hook:            testRecoveryHook, ReadOnly: db.opts.ReadOnly,
+		Hook:            db.hooks.recovery, ReadOnly: db.opts.ReadOnly,
 	}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {

@@ -39,10 +39,6 @@ const (
 	gcMergeSmall = 8
 )
 
-// testGCVerify (tests) makes every rewrite cross-check the GC's
-// bookkeeping against the disk (gc.Env.Verify).
-var testGCVerify bool
-
 // gcState is the GC's part of the DB. ledger and coll are nil for a
 // read-only DB (no background work, no accounting).
 type gcState struct {
@@ -78,7 +74,7 @@ func (db *DB) initGC() {
 		Stop:      db.stop,
 		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
 		DrainWait: gcDrainWait,
-		Verify:    testGCVerify,
+		Verify:    db.hooks.verifyGC(),
 	}, gc.Policy{
 		LiveRatio:  db.opts.GCLiveRatio,
 		SpaceAmp:   db.opts.GCSpaceAmp,

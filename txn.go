@@ -427,9 +427,7 @@ func (tx *Txn) rollback(count bool) error {
 		if err := failpoints.Hit(failpoints.TxnUndoCLR); err != nil {
 			_ = db.degrade(err) // as if the CLR's append had failed
 		}
-		if testRollbackHook != nil {
-			testRollbackHook(len(writes) - i)
-		}
+		db.hooks.runRollback(len(writes) - i)
 	}
 	var endEnd uint64
 	if tx.began && db.degraded.Load() == nil {
@@ -448,10 +446,6 @@ func (tx *Txn) rollback(count bool) error {
 	db.afterFinish()
 	return nil
 }
-
-// testRollbackHook, when set (by tests), runs after each compensation of a
-// rollback with the number installed so far.
-var testRollbackHook func(n int)
 
 func (db *DB) forget(tx *Txn) {
 	db.txMu.Lock()
