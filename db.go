@@ -132,7 +132,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	logger := o.Logger
 	if logger == nil {
-		logger = slog.New(discardHandler{})
+		logger = slog.New(slog.DiscardHandler)
 	}
 	db := &DB{
 		dir:   dir,
@@ -499,10 +499,3 @@ func (db *DB) Check(ctx context.Context) error {
 	}
 	return err
 }
-
-type discardHandler struct{}
-
-func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
-func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
-func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
-func (d discardHandler) WithGroup(string) slog.Handler           { return d }

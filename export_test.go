@@ -92,6 +92,10 @@ func CollectGarbage(db *DB) error {
 	return errors.New("bwkv: GC still due after 100 rounds")
 }
 
+// CacheHardBase is the cache's hard limit for a CacheBytes budget, without
+// the unpublished frames (cache.go).
+func CacheHardBase(cacheBytes int64) int64 { return cacheHardBase(cacheBytes) }
+
 // KeyVersions returns how many versions of key its leaf holds in memory
 // (chain and base, CLR-masked ones excluded).
 func (db *DB) KeyVersions(key []byte) (int, error) {

@@ -74,10 +74,17 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := s.usable(); err != nil {
 		return dst, err
 	}
-	if err := s.db.checkKey(key); err != nil {
+	return s.db.getAppend(dst, key, &s.r)
+}
+
+// getAppend appends to dst the value of key that r sees: the one
+// implementation of Snapshot.GetAppend and Txn.GetAppend, which check that
+// they are usable first.
+func (db *DB) getAppend(dst, key []byte, r *mvcc.Reader) ([]byte, error) {
+	if err := db.checkKey(key); err != nil {
 		return dst, err
 	}
-	v, ok, err := s.db.tree.Get(key, &s.r)
+	v, ok, err := db.tree.Get(key, r)
 	if err != nil {
 		return dst, err
 	}

@@ -100,17 +100,7 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := tx.usable(); err != nil {
 		return dst, err
 	}
-	if err := tx.db.checkKey(key); err != nil {
-		return dst, err
-	}
-	v, ok, err := tx.db.tree.Get(key, &tx.r)
-	if err != nil {
-		return dst, err
-	}
-	if !ok {
-		return dst, ErrNotFound
-	}
-	return append(dst, v...), nil
+	return tx.db.getAppend(dst, key, &tx.r)
 }
 
 // Put sets key to value. The transaction keeps no reference to key or value.

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -289,7 +290,7 @@ func (s *State) checkPages(e *Edit, nextPID, nextAddr uint64) *base.CorruptionEr
 
 // sortedRanges returns rs sorted by Lo, copying only when needed.
 func sortedRanges(rs []Range) []Range {
-	less := func(a, b Range) int { return cmpU64(a.Lo, b.Lo) }
+	less := func(a, b Range) int { return cmp.Compare(a.Lo, b.Lo) }
 	if slices.IsSortedFunc(rs, less) {
 		return rs
 	}

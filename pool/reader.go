@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -137,15 +138,7 @@ func (r *File) Lookup(addr uint64) (FrameRef, bool) {
 }
 
 func (r *File) find(addr uint64) (int, bool) {
-	return slices.BinarySearchFunc(r.entries, addr, func(e entry, a uint64) int {
-		switch {
-		case e.addr < a:
-			return -1
-		case e.addr > a:
-			return 1
-		}
-		return 0
-	})
+	return slices.BinarySearchFunc(r.entries, addr, func(e entry, a uint64) int { return cmp.Compare(e.addr, a) })
 }
 
 // ReadFrame reads, verifies and decodes the frame at addr. The frame's CRC
