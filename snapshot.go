@@ -3,6 +3,7 @@ package bwkv
 import (
 	"sync/atomic"
 
+	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/mvcc"
 )
 
@@ -14,6 +15,9 @@ type Snapshot struct {
 	r      mvcc.Reader
 	reg    mvcc.Reg
 	closed atomic.Bool
+	// live panics, in invariants and race builds, when the engine reads
+	// through the snapshot after Close (its iterators check it).
+	live invariants.CloseChecker
 }
 
 // snapSlabLen is how many snapshots one slab holds.
@@ -110,6 +114,7 @@ func (s *Snapshot) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	s.live.Close()
 	s.db.mv.Registry().Unregister(&s.reg)
 	return nil
 }

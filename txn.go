@@ -9,6 +9,7 @@ import (
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/mvcc"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/wal"
@@ -28,8 +29,11 @@ type Txn struct {
 	st *mvcc.Txn
 	r  mvcc.Reader
 
-	mu     sync.Mutex // guards the fields below (Close may roll back)
-	done   bool
+	mu   sync.Mutex // guards the fields below (Close may roll back)
+	done bool
+	// live is closed with done: in invariants and race builds a read or
+	// write through the txn (or its iterators) after it ended panics.
+	live   invariants.CloseChecker
 	doomed error
 	seq    uint32
 	writes []undo
@@ -100,6 +104,7 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := tx.usable(); err != nil {
 		return dst, err
 	}
+	tx.live.AssertOpen("Txn.GetAppend")
 	return tx.db.getAppend(dst, key, &tx.r)
 }
 
@@ -131,6 +136,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 	if err := tx.usable(); err != nil {
 		return err
 	}
+	tx.live.AssertOpen("Txn write")
 	if tx.db.readOnly.Load() {
 		return tx.db.errReadOnly()
 	}
@@ -276,7 +282,7 @@ func (tx *Txn) NewIter(o *IterOptions) (*Iter, error) {
 	if err := tx.usable(); err != nil {
 		return nil, err
 	}
-	return newIter(tx.db, &tx.r, o, func() error {
+	return newIter(tx.db, &tx.r, o, &tx.live, func() error {
 		tx.mu.Lock()
 		defer tx.mu.Unlock()
 		return tx.usable()
@@ -296,6 +302,7 @@ func (tx *Txn) Commit() error {
 		return err
 	}
 	tx.done = true
+	tx.live.Close()
 	tx.mu.Unlock()
 	db := tx.db
 	defer db.afterFinish()
@@ -384,6 +391,7 @@ func (tx *Txn) rollback(count bool) error {
 		return nil
 	}
 	tx.done = true
+	tx.live.Close()
 	writes := tx.writes
 	tx.writes = nil
 	tx.mu.Unlock()
