@@ -17,7 +17,7 @@ import (
 // semantics, not fsyncs; the crash tests cover both modes).
 func openTest(t testing.TB, o *bwkv.Options) *bwkv.DB {
 	t.Helper()
-	o = o.Clone()
+	o = bwkv.WithTestGCVerify(o)
 	o.Durability = bwkv.DurabilityRelaxed
 	db, err := bwkv.Open(t.TempDir(), o)
 	if err != nil {

@@ -49,11 +49,21 @@ type cacheState struct {
 
 func newCacheState() cacheState { return cacheState{kick: make(chan struct{}, 1)} }
 
+// cacheHardFloor is the part of the cache's hard limit that does not
+// scale with CacheBytes, so that tiny budgets (tests use 1 byte) throttle
+// only when pages pile up.
+const cacheHardFloor = 4 << 20
+
+// cacheHardBase is the cache's hard limit without the unpublished frames:
+// twice CacheBytes plus cacheHardFloor. It is the one place the limit is
+// written (cacheHardLimit; the tests read it through export_test.go).
+func cacheHardBase(cacheBytes int64) int64 { return 2*cacheBytes + cacheHardFloor }
+
 // cacheHardLimit is the resident leaf total at which writers wait for a
-// publish (backpressure): twice CacheBytes plus a 4 MiB floor (so tiny
-// budgets, tests use 1 byte, throttle only when pages pile up) plus the
-// unpublished frame bytes.
-func (db *DB) cacheHardLimit() int64 { return 2*db.opts.CacheBytes + 4<<20 + db.unpublished() }
+// publish (backpressure): cacheHardBase plus the unpublished frame bytes.
+func (db *DB) cacheHardLimit() int64 {
+	return cacheHardBase(db.opts.CacheBytes) + db.unpublished()
+}
 
 // unpublished is the frame bytes installed in generations not yet
 // published: the dirty part of the resident pages, which CacheBytes (a

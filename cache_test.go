@@ -13,9 +13,9 @@ import (
 
 // TestCacheBounded writes about 20 MiB of random keys through a 1 MiB
 // cache: the resident page memory must stay under the cache's hard limit
-// (2x the budget + 4 MiB + unpublished frames: eviction of clean leaves, cuts under cache
-// pressure and writer backpressure for dirty ones), every value must read
-// back through reloads, and the accounting must be exact.
+// (CacheHardBase + unpublished frames: eviction of clean leaves, cuts under
+// cache pressure and writer backpressure for dirty ones), every value must
+// read back through reloads, and the accounting must be exact.
 func TestCacheBounded(t *testing.T) {
 	const budget = 1 << 20
 	o := &bwkv.Options{CacheBytes: budget, CheckpointBytes: 256 << 10, Durability: bwkv.DurabilityRelaxed}
@@ -55,10 +55,10 @@ func TestCacheBounded(t *testing.T) {
 	t.Logf("data %d KiB, cache budget %d KiB, peak resident %d KiB, stubs %d KiB, compactions %d, evictions %d, misses %d, checkpoints %d, stalls %d",
 		n*512>>10, budget/1024, peak/1024, st.Cache.StubBytes>>10, st.Cache.Compactions, st.Cache.Evictions, st.Cache.Misses, st.Checkpoint.Count, st.BackpressureStalls)
 	// Unbounded, the resident pages would hold all the data (20 MiB).
-	// The hard limit: 2x the budget + 4 MiB + unpublished frames (at most
-	// 2x CheckpointBytes under backpressure), plus 1 MiB of slack for
+	// The hard limit: CacheHardBase + unpublished frames (at most 2x
+	// CheckpointBytes under backpressure), plus 1 MiB of slack for
 	// writes in flight.
-	if peak > 2*budget+4<<20+2*o.CheckpointBytes+1<<20 {
+	if peak > bwkv.CacheHardBase(budget)+2*o.CheckpointBytes+1<<20 {
 		t.Errorf("peak resident %d bytes, budget %d: memory is not bounded", peak, budget)
 	}
 	if st.Cache.Evictions == 0 || st.Cache.Misses == 0 || st.Cache.StubBytes == 0 || st.Cache.Compactions == 0 {
@@ -119,8 +119,8 @@ func TestCacheBounded(t *testing.T) {
 }
 
 // TestInnerPagesDoNotStall: with a 1-byte cache and long keys in tiny
-// pages, inner pages alone hold more than the cache's hard limit (2x the
-// budget + 4 MiB). They cannot be evicted and a checkpoint cannot shrink
+// pages, inner pages alone hold more than the cache's hard limit
+// (CacheHardBase). They cannot be evicted and a checkpoint cannot shrink
 // them, so they must not make writers wait: 100 puts afterwards take no
 // backpressure stall and force at most a few checkpoints. Before inner pages were
 // accounted apart, each of those puts forced a cut and waited for it
@@ -164,7 +164,7 @@ func TestInnerPagesDoNotStall(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	before := db.Stats()
-	if before.Cache.InnerBytes <= 4<<20 {
+	if before.Cache.InnerBytes <= bwkv.CacheHardBase(o.CacheBytes) {
 		t.Fatalf("inner pages hold %d bytes: not past the hard limit, the test proves nothing", before.Cache.InnerBytes)
 	}
 	t0 := time.Now()

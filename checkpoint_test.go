@@ -103,7 +103,7 @@ func rollbackCut(dir string, out *crashOut) {
 		db.Put([]byte(fmt.Sprintf("filler%04d", i)), make([]byte, 100))
 	}
 	tx := openLoser(db, out)
-	bwkv.SetTestRollbackHook(func(n int) {
+	db.SetTestRollbackHook(func(n int) {
 		if n == 5 {
 			if err := db.Checkpoint(); err != nil {
 				out.line("checkpoint error %v", err)
@@ -205,14 +205,14 @@ func TestINVC2(t *testing.T) {
 		}
 		// Between each cut and publish the writers keep splitting,
 		// merging and consolidating the sealed pages.
-		bwkv.SetTestCutHook(func() { time.Sleep(15 * time.Millisecond) })
+		db.SetTestCutHook(func() { time.Sleep(15 * time.Millisecond) })
 		for c := 0; c < 4; c++ {
 			time.Sleep(10 * time.Millisecond)
 			if err := db.Checkpoint(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		bwkv.SetTestCutHook(nil)
+		db.SetTestCutHook(nil)
 		close(stop)
 		wg.Wait()
 		mu.Lock()

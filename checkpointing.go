@@ -15,8 +15,6 @@ import (
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
-	"github.com/bwkv/bwkv/pool"
-	"github.com/bwkv/bwkv/wal"
 )
 
 // ckptState is the checkpointer's mailbox and counters.
@@ -123,7 +121,8 @@ func (db *DB) checkpointLoop() {
 	var waiters []chan error
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
-	settle := time.NewTicker(settleInterval)
+	interval, _ := db.hooks.settleTimes()
+	settle := time.NewTicker(interval)
 	defer settle.Stop()
 	for {
 		select {
@@ -182,16 +181,14 @@ func (db *DB) checkpointOnce(force bool) error {
 	if g == nil {
 		return errors.New("bwkv: checkpoint: a sealed generation is pending")
 	}
-	if testCutHook != nil {
-		testCutHook()
-	}
+	db.hooks.runCut()
 	return db.publish(g)
 }
 
-// testCutHook, when set (by tests), runs between a cut and its publish.
-var testCutHook func()
-
 func (db *DB) publish(g *generation.Gen) error {
+	// open are the transactions open when the run starts: they bound its
+	// analysis start (Env.OldestActive), after abortTxnsTooOld.
+	var open []*Txn
 	env := &checkpoint.Env{
 		FS:           db.fs,
 		Dir:          db.dir,
@@ -199,7 +196,7 @@ func (db *DB) publish(g *generation.Gen) error {
 		Gens:         db.gens,
 		WAL:          db.wal,
 		Manifest:     db.man,
-		OldestActive: db.oldestActive,
+		OldestActive: func() (uint64, bool) { return oldestFirstLSN(open) },
 		Oracle:       db.mv.Now,
 		Format:       db.format,
 		Writing:      &db.ckpt.writing,
@@ -211,6 +208,8 @@ func (db *DB) publish(g *generation.Gen) error {
 		ev.CheckpointBegin(CheckpointBeginInfo{DirtyBytes: g.Bytes()})
 	}
 	start := time.Now()
+	open = db.openTxns()
+	db.abortTxnsTooOld(open)
 	res, err := checkpoint.Run(env, g)
 	if ev.CheckpointEnd != nil {
 		info := CheckpointEndInfo{Duration: time.Since(start), Err: err}
@@ -242,33 +241,46 @@ func (db *DB) publish(g *generation.Gen) error {
 	return nil
 }
 
-// oldestActive returns the first LSN of every open transaction that logged
-// a record, and aborts (ErrTxnTooOld) those more than MaxTxnLag log bytes
-// behind the head. O(open transactions), once per checkpoint.
-func (db *DB) oldestActive() (uint64, bool) {
+// openTxns returns the transactions open now.
+func (db *DB) openTxns() []*Txn {
 	db.txMu.Lock()
+	defer db.txMu.Unlock()
 	open := make([]*Txn, 0, len(db.txns))
 	for tx := range db.txns {
 		open = append(open, tx)
 	}
-	db.txMu.Unlock()
+	return open
+}
+
+// abortTxnsTooOld is the checkpoint step that enforces MaxTxnLag: it aborts
+// (ErrTxnTooOld) every transaction of open whose first record is more than
+// MaxTxnLag log bytes behind the head. O(open transactions), once per
+// checkpoint.
+func (db *DB) abortTxnsTooOld(open []*Txn) {
 	head := uint64(db.wal.Head())
-	var oldest uint64
-	found := false
 	for _, tx := range open {
 		tx.mu.Lock()
 		began, first, done := tx.began, uint64(tx.first), tx.done
 		tx.mu.Unlock()
-		if !began {
-			continue
-		}
 		// A txn that logged its first record after head was read is
 		// ahead of it, not behind (head-first would wrap around).
-		if !done && first < head && head-first > uint64(db.opts.MaxTxnLag) {
+		if began && !done && first < head && head-first > uint64(db.opts.MaxTxnLag) {
 			db.abortTooOld(tx)
 		}
-		// Still counted: its end record is not durable yet.
-		if !found || first < oldest {
+	}
+}
+
+// oldestFirstLSN returns the smallest first LSN of the transactions of open
+// that logged a record (false: none). Those abortTxnsTooOld aborted are
+// still counted: their end records are not durable yet.
+func oldestFirstLSN(open []*Txn) (uint64, bool) {
+	var oldest uint64
+	found := false
+	for _, tx := range open {
+		tx.mu.Lock()
+		began, first := tx.began, uint64(tx.first)
+		tx.mu.Unlock()
+		if began && (!found || first < oldest) {
 			oldest, found = first, true
 		}
 	}
@@ -339,42 +351,6 @@ func (db *DB) removeOrphans(st *manifest.State) error {
 	}
 	if removed {
 		return db.fs.SyncDir(db.dir)
-	}
-	return nil
-}
-
-// readErr maps a page-read error to the public ones.
-func (db *DB) readErr(err error) error {
-	if ce := asCorruption(err); ce != nil {
-		return ce
-	}
-	if errors.Is(err, pool.ErrVersion) {
-		return fmt.Errorf("%w: %v", ErrVersion, err)
-	}
-	return err
-}
-
-// asCorruption converts any layer's corruption error to *CorruptionError.
-func asCorruption(err error) *CorruptionError {
-	var ce *CorruptionError
-	if errors.As(err, &ce) {
-		return ce
-	}
-	var pc *pool.CorruptionError
-	if errors.As(err, &pc) {
-		return &CorruptionError{File: pc.File, Offset: pc.Offset, Reason: pc.Reason}
-	}
-	var dc *delta.CorruptionError
-	if errors.As(err, &dc) {
-		return &CorruptionError{File: "frame", Offset: dc.Offset, Reason: dc.Reason}
-	}
-	var mc *manifest.CorruptionError
-	if errors.As(err, &mc) {
-		return &CorruptionError{File: mc.File, Offset: mc.Offset, Reason: mc.Reason}
-	}
-	var wc *wal.CorruptionError
-	if errors.As(err, &wc) {
-		return &CorruptionError{File: wc.File, Offset: wc.Offset, Reason: wc.Reason}
 	}
 	return nil
 }

@@ -81,13 +81,12 @@ func TestCrashChild(t *testing.T) {
 	case "undo-crash":
 		k, _ := strconv.Atoi(os.Getenv("BWKV_CRASH_UNDO_AT"))
 		n := 0
-		bwkv.SetTestRecoveryHook(func() {
+		db, err := bwkv.Open(dir, bwkv.WithTestRecoveryHook(nil, func() {
 			if n++; n == k {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				select {}
 			}
-		})
-		db, err := bwkv.Open(dir, nil)
+		}))
 		if err == nil {
 			db.Close()
 		}
@@ -113,7 +112,7 @@ func crashWorkload(dir, mode string, out *crashOut) {
 		o.CheckpointBytes = 16 << 10
 		o.CacheBytes = 1
 		// A small manifest too: crashes land in its rotation.
-		bwkv.SetTestManifestRotateBytes(8 << 10)
+		o = bwkv.WithTestManifestRotateBytes(o, 8<<10)
 	}
 	db, err := bwkv.Open(dir, o)
 	if err != nil {

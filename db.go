@@ -55,6 +55,8 @@ type DB struct {
 
 	ckpt  ckptState
 	cache cacheState
+	// hooks are the test knobs of this DB (hooks.go); zero outside tests.
+	hooks testHooks
 	gc    gcState // data-file GC (gc.go)
 
 	recovery RecoveryStats
@@ -130,7 +132,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	logger := o.Logger
 	if logger == nil {
-		logger = slog.New(discardHandler{})
+		logger = slog.New(slog.DiscardHandler)
 	}
 	db := &DB{
 		dir:   dir,
@@ -143,6 +145,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		ckpt:  newCkptState(),
 		cache: newCacheState(),
 	}
+	db.hooks.init(o.testHooks)
 	db.files = pool.NewFiles(o.MaxOpenFiles, db.openDataFile)
 	if err := db.open(exists); err != nil {
 		db.files.CloseAll()
@@ -170,10 +173,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// testManifestRotateBytes (tests), when positive, is the manifest size past
-// which DBs opened afterwards rotate it, so crash tests reach rotation.
-var testManifestRotateBytes int64
-
 // open reads the manifest, loads the page table, builds the tree and runs
 // recovery. Nothing is written before the manifest and the log validated.
 func (db *DB) open(exists bool) error {
@@ -182,8 +181,8 @@ func (db *DB) open(exists bool) error {
 	switch {
 	case err == nil:
 		db.man = man
-		if testManifestRotateBytes > 0 {
-			man.SetRotateBytes(testManifestRotateBytes)
+		if n := db.hooks.manifestRotateBytes; n > 0 {
+			man.SetRotateBytes(n)
 		}
 	case o.ReadOnly && errors.Is(err, manifest.ErrNotExist):
 		st = manifest.NewState() // never checkpointed: everything is in the log
@@ -288,14 +287,10 @@ func (db *DB) open(exists bool) error {
 	return nil
 }
 
-// openErr maps a lower layer's error to the public ones.
+// openErr adds the directory to a lower layer's error. Corruption and
+// newer-format errors need no mapping: every layer wraps the ones
+// internal/base defines, which the root re-exports.
 func (db *DB) openErr(err error) error {
-	if ce := asCorruption(err); ce != nil {
-		return fmt.Errorf("bwkv: open %s: %w", db.dir, ce)
-	}
-	if errors.Is(err, manifest.ErrVersion) || errors.Is(err, pool.ErrVersion) {
-		return fmt.Errorf("bwkv: open %s: %w: %v", db.dir, ErrVersion, err)
-	}
 	return fmt.Errorf("bwkv: open %s: %w", db.dir, err)
 }
 
@@ -504,10 +499,3 @@ func (db *DB) Check(ctx context.Context) error {
 	}
 	return err
 }
-
-type discardHandler struct{}
-
-func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
-func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
-func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
-func (d discardHandler) WithGroup(string) slog.Handler           { return d }

@@ -14,10 +14,6 @@ import (
 	"github.com/bwkv/bwkv/wal"
 )
 
-// testRecoveryHook, when set (by tests), runs before each undo step of
-// recovery.
-var testRecoveryHook func()
-
 // durableLSN is the log position below which every record is durable.
 func (db *DB) durableLSN() uint64 {
 	if db.wal == nil {
@@ -90,7 +86,7 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 	ro := recovery.Options{
 		WAL: db.walOptions(), From: from, Frontier: frontier, Synced: wal.LSN(st.LogSynced),
 		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,
-		Hook:            testRecoveryHook, ReadOnly: db.opts.ReadOnly,
+		Hook:            db.hooks.recovery, ReadOnly: db.opts.ReadOnly,
 	}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {
@@ -98,7 +94,7 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 	}
 	if res.Damage != nil {
 		db.recovery.DroppedBytes = uint64(res.DroppedBytes)
-		db.recovery.Damage = asCorruption(res.Damage).Error()
+		db.recovery.Damage = res.Damage.Error()
 		db.log.Error("bwkv: damaged log truncated (WALRecoveryTruncateDamaged): commits after the damage are lost",
 			"damage", db.recovery.Damage, "keptUpTo", uint64(res.End), "droppedBytes", res.DroppedBytes)
 		db.logEnd, db.logCut = res.End, true

@@ -2,7 +2,8 @@ package bwkv
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // Sentinel errors. Match them with errors.Is: errors returned by bwkv wrap
@@ -34,27 +35,18 @@ var (
 	ErrLocked = errors.New("bwkv: directory locked")
 	// ErrCorruption: bytes on disk are not what bwkv wrote. The error is a
 	// *CorruptionError naming the file, offset and problem.
-	ErrCorruption = errors.New("bwkv: corruption")
+	ErrCorruption = base.ErrCorruption
 	// ErrVersion: the files were written by a newer format version.
-	ErrVersion = errors.New("bwkv: unsupported format version")
+	ErrVersion = base.ErrVersion
 	// ErrReadOnly: the DB was opened read-only, or an unrecoverable I/O
 	// error (a failed fsync of the log, the manifest or a data file)
 	// degraded it until it is reopened; the error then wraps the cause.
 	ErrReadOnly = errors.New("bwkv: read-only")
 )
 
-// CorruptionError reports bytes on disk that fail validation. It matches
-// ErrCorruption with errors.Is.
-type CorruptionError struct {
-	File   string
-	Offset int64
-	Reason string
-}
-
-// Error implements error.
-func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("bwkv: corruption in %s at offset %d: %s", e.File, e.Offset, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrCorruption) true.
-func (e *CorruptionError) Is(target error) bool { return target == ErrCorruption }
+// CorruptionError reports bytes on disk that fail validation: File names
+// the file (empty when not known), Offset the byte offset in it (-1 when
+// not known) and Reason what was wrong. It matches ErrCorruption with
+// errors.Is, and errors.As finds it in corruption from any layer (log,
+// manifest, data file, backup stream): every layer builds this one type.
+type CorruptionError = base.CorruptionError

@@ -8,17 +8,63 @@ import (
 	"github.com/bwkv/bwkv/pagetable"
 )
 
-// SetTestRecoveryHook installs a function recovery calls before each undo
-// step (tests crash the process there).
-func SetTestRecoveryHook(f func()) { testRecoveryHook = f }
+// withHooks returns a copy of o (nil: zero Options) whose test hooks,
+// copied too, set changes.
+func withHooks(o *Options, set func(h *testHooks)) *Options {
+	c := o.Clone()
+	h := &testHooks{}
+	h.init(c.testHooks)
+	set(h)
+	c.testHooks = h
+	return c
+}
 
-// SetTestCutHook installs a function the checkpointer runs between a cut
-// and its publish.
-func SetTestCutHook(f func()) { testCutHook = f }
+// WithTestRecoveryHook returns a copy of o with which Open's recovery calls
+// f before each undo step (tests crash the process there).
+func WithTestRecoveryHook(o *Options, f func()) *Options {
+	return withHooks(o, func(h *testHooks) { h.recovery = f })
+}
 
-// SetTestRollbackHook installs a function rollback calls after each
-// compensation.
-func SetTestRollbackHook(f func(n int)) { testRollbackHook = f }
+// WithTestManifestRotateBytes returns a copy of o with which the DB
+// rotates its manifest past n bytes (0: the default), so crash tests reach
+// rotation.
+func WithTestManifestRotateBytes(o *Options, n int64) *Options {
+	return withHooks(o, func(h *testHooks) { h.manifestRotateBytes = n })
+}
+
+// WithTestGCVerify returns a copy of o with which the data-file GC
+// cross-checks its chains and live-byte accounting against the disk at
+// every rewrite (a mismatch is a background error). It is on anyway in
+// race and invariants builds.
+func WithTestGCVerify(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.gcVerify = true })
+}
+
+// WithTestSettle returns a copy of o with which the checkpointer looks for
+// an idle database every interval and settles it after idle (settle.go).
+func WithTestSettle(o *Options, interval, idle time.Duration) *Options {
+	return withHooks(o, func(h *testHooks) { h.settleInterval, h.settleIdle = interval, idle })
+}
+
+// SetTestCutHook installs a function db's checkpointer runs between a cut
+// and its publish (nil: none).
+func (db *DB) SetTestCutHook(f func()) {
+	if f == nil {
+		db.hooks.cut.Store(nil)
+		return
+	}
+	db.hooks.cut.Store(&f)
+}
+
+// SetTestRollbackHook installs a function db's rollbacks call after each
+// compensation (nil: none).
+func (db *DB) SetTestRollbackHook(f func(n int)) {
+	if f == nil {
+		db.hooks.rollback.Store(nil)
+		return
+	}
+	db.hooks.rollback.Store(&f)
+}
 
 // ResidentSums returns the cache's accounted resident bytes and the sum
 // over every mapped slot of its resident state's size (equal when the
@@ -46,14 +92,9 @@ func CollectGarbage(db *DB) error {
 	return errors.New("bwkv: GC still due after 100 rounds")
 }
 
-// SetTestGCVerify makes the data-file GC of DBs opened afterwards
-// cross-check its chains and live-byte accounting against the disk at
-// every rewrite; a mismatch is a background error.
-func SetTestGCVerify(on bool) { testGCVerify = on }
-
-// SetTestManifestRotateBytes makes DBs opened afterwards rotate their
-// manifest past n bytes (0: the default), so crash tests reach rotation.
-func SetTestManifestRotateBytes(n int64) { testManifestRotateBytes = n }
+// CacheHardBase is the cache's hard limit for a CacheBytes budget, without
+// the unpublished frames (cache.go).
+func CacheHardBase(cacheBytes int64) int64 { return cacheHardBase(cacheBytes) }
 
 // KeyVersions returns how many versions of key its leaf holds in memory
 // (chain and base, CLR-masked ones excluded).
@@ -87,12 +128,3 @@ func (db *DB) LedgerPages() (ledger, resident int) {
 // ManifestStateCopies returns how many whole-state copies the manifest
 // made since Open.
 func (db *DB) ManifestStateCopies() int64 { return db.man.Stats().StateCopies }
-
-// SetTestSettle sets how often the checkpointer of DBs opened afterwards
-// looks for an idle database and how long it must be idle to settle
-// (settle.go); the returned function restores the old values.
-func SetTestSettle(interval, idle time.Duration) (restore func()) {
-	oi, od := settleInterval, settleIdle
-	settleInterval, settleIdle = interval, idle
-	return func() { settleInterval, settleIdle = oi, od }
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/gc"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/pool"
@@ -37,10 +38,6 @@ const (
 	// of DataFileBytes) at which the GC merges them (gc.Policy.MergeSmall).
 	gcMergeSmall = 8
 )
-
-// testGCVerify (tests) makes every rewrite cross-check the GC's
-// bookkeeping against the disk (gc.Env.Verify).
-var testGCVerify bool
 
 // gcState is the GC's part of the DB. ledger and coll are nil for a
 // read-only DB (no background work, no accounting).
@@ -77,7 +74,7 @@ func (db *DB) initGC() {
 		Stop:      db.stop,
 		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
 		DrainWait: gcDrainWait,
-		Verify:    testGCVerify,
+		Verify:    db.hooks.verifyGC(),
 	}, gc.Policy{
 		LiveRatio:  db.opts.GCLiveRatio,
 		SpaceAmp:   db.opts.GCSpaceAmp,
@@ -169,10 +166,10 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 	for a := head; ; {
 		fr, name, err := db.readFrame(a)
 		if err != nil {
-			return nil, db.readErr(err)
+			return nil, err
 		}
 		if fr.PID != uint64(pid) {
-			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("frame %d belongs to page %d, not %d", a, fr.PID, pid)}
+			return nil, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, fr.PID, pid)
 		}
 		chain = append(chain, gc.Extent{Addr: a, Size: uint32(fr.Stored)})
 		if visit != nil {
@@ -182,7 +179,7 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 			return chain, nil
 		}
 		if fr.Link == 0 || fr.Link >= a {
-			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("delta frame %d links to %d", a, fr.Link)}
+			return nil, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, fr.Link)
 		}
 		a = fr.Link
 	}
@@ -197,7 +194,7 @@ func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
 	for attempt := 0; ; attempt++ {
 		id, ok := db.man.FileOf(a)
 		if !ok {
-			return nil, "", &CorruptionError{File: db.dir, Offset: int64(a), Reason: fmt.Sprintf("no data file holds address %d", a)}
+			return nil, "", base.CorruptionErrorf(db.dir, int64(a), "no data file holds address %d", a)
 		}
 		h, err := db.files.Acquire(uint64(id))
 		if err == nil {

@@ -19,16 +19,20 @@ import (
 )
 
 // gcOpts are small files and checkpoints, so that a few thousand updates
-// make many data files and the GC has work.
+// make many data files and the GC has work. They (like gcMemOpts and
+// openTest) turn on the GC's self-check: each rewrite compares the
+// ledger's chains with the disk and the accounted live bytes with the
+// measured ones; the GC tests then require no background error. (Race and
+// invariants builds check every DB.)
 func gcOpts() *bwkv.Options {
-	return &bwkv.Options{
+	return bwkv.WithTestGCVerify(&bwkv.Options{
 		Durability:      bwkv.DurabilityRelaxed,
 		CheckpointBytes: 64 << 10,
 		DataFileBytes:   128 << 10,
 		WALSegmentBytes: 64 << 10,
 		MaxValueSize:    4 << 10,
 		MaxKeySize:      1 << 10,
-	}
+	})
 }
 
 func gcKey(i int) string { return fmt.Sprintf("gc%05d", i) }
@@ -227,7 +231,7 @@ func TestGCConcurrentReaders(t *testing.T) {
 // only when asked (CheckpointBytes is large), so a run's operations are
 // the same each time.
 func gcMemOpts(fs vfs.FS) *bwkv.Options {
-	o := memOpts(fs)
+	o := bwkv.WithTestGCVerify(memOpts(fs))
 	o.GCLiveRatio = 0.9
 	o.GCSpaceAmp = 1
 	return o
@@ -461,15 +465,6 @@ func TestGCIOErrors(t *testing.T) {
 			rdb.Close()
 		}
 	}
-}
-
-// TestMain turns on the GC's self-check for every test of the package
-// (and the crash children it re-executes): each rewrite compares the
-// ledger's chains with the disk and the accounted live bytes with the
-// measured ones; the GC tests then require no background error.
-func TestMain(m *testing.M) {
-	bwkv.SetTestGCVerify(true)
-	os.Exit(m.Run())
 }
 
 // TestCheckpointNoStateCopy: checkpoints and GC rounds read the manifest

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/node"
 )
 
@@ -114,10 +115,15 @@ type Iter struct {
 	// snap is the owning snapshot, or nil for a transaction's iterator,
 	// whose liveness check is owner. (A snapshot is named directly: a
 	// method value would cost an allocation per iterator.)
-	snap   *Snapshot
-	owner  func() error
-	lo, hi []byte // alias sc.bounds
-	sc     *iterScratch
+	snap  *Snapshot
+	owner func() error
+	// live is the iterator's own close checker and ownerLive its
+	// snapshot's or txn's: load, which reads through them, asserts both
+	// open (invariants and race builds; ok checks them for the user).
+	live      invariants.CloseChecker
+	ownerLive *invariants.CloseChecker
+	lo, hi    []byte // alias sc.bounds
+	sc        *iterScratch
 
 	// base is the current leaf's base when iterated in place (nil: the
 	// leaf is materialized in ents). pos indexes base entries or ents;
@@ -181,19 +187,20 @@ func newIterHandle() *Iter {
 	return it
 }
 
-// newIter opens a transaction's iterator; owner reports its liveness.
-func newIter(db *DB, vis node.Visibility, o *IterOptions, owner func() error) (*Iter, error) {
-	return openIter(db, vis, o, nil, owner)
+// newIter opens a transaction's iterator; owner reports its liveness and
+// live is its close checker.
+func newIter(db *DB, vis node.Visibility, o *IterOptions, live *invariants.CloseChecker, owner func() error) (*Iter, error) {
+	return openIter(db, vis, o, nil, live, owner)
 }
 
 // newSnapIter opens a snapshot's iterator.
 func newSnapIter(s *Snapshot, o *IterOptions) (*Iter, error) {
-	return openIter(s.db, &s.r, o, s, nil)
+	return openIter(s.db, &s.r, o, s, &s.live, nil)
 }
 
 // openIter opens an iterator whose liveness is snap's (snap not nil) or
 // owner's.
-func openIter(db *DB, vis node.Visibility, o *IterOptions, snap *Snapshot, owner func() error) (*Iter, error) {
+func openIter(db *DB, vis node.Visibility, o *IterOptions, snap *Snapshot, ownerLive *invariants.CloseChecker, owner func() error) (*Iter, error) {
 	sc, _ := db.iterBufs.Get().(*iterScratch)
 	if sc == nil {
 		sc = new(iterScratch)
@@ -205,7 +212,7 @@ func openIter(db *DB, vis node.Visibility, o *IterOptions, snap *Snapshot, owner
 		return nil, err
 	}
 	it := newIterHandle()
-	*it = Iter{db: db, vis: vis, snap: snap, owner: owner, lo: lo, hi: hi, sc: sc, ents: sc.ents[:0], ovs: sc.ovs[:0]}
+	*it = Iter{db: db, vis: vis, snap: snap, owner: owner, ownerLive: ownerLive, lo: lo, hi: hi, sc: sc, ents: sc.ents[:0], ovs: sc.ovs[:0]}
 	return it, nil
 }
 
@@ -240,6 +247,8 @@ func (it *Iter) ok() bool {
 // iterator's bounds: in place on a plain leaf (or, with fwd, a plain base
 // under a CLR-free chain), else by materializing its visible entries.
 func (it *Iter) load(p *node.Page, from, to []byte, fwd bool) {
+	it.live.AssertOpen("Iter read")
+	it.ownerLive.AssertOpen("Iter read through its Snapshot or Txn")
 	b := p.Base
 	lo := from
 	if it.lo != nil && (lo == nil || bytes.Compare(it.lo, lo) > 0) {
@@ -390,7 +399,7 @@ func (it *Iter) seekGE(key []byte, right bool) bool {
 			p, err = it.db.tree.Leaf(k)
 		}
 		if err != nil {
-			it.err = it.db.readErr(err)
+			it.err = err
 			return it.invalidate()
 		}
 		it.load(p, key, nil, true)
@@ -414,7 +423,7 @@ func (it *Iter) seekLT(key []byte) bool {
 		}
 		p, err := it.db.tree.LeafBelow(key)
 		if err != nil {
-			it.err = it.db.readErr(err)
+			it.err = err
 			return it.invalidate()
 		}
 		it.load(p, nil, key, false)
@@ -589,6 +598,7 @@ func (it *Iter) Close() error {
 	it.sc.ovs = it.ovs[:0]
 	db, sc := it.db, it.sc
 	*it = Iter{closed: true, err: it.err}
+	it.live.Close()
 	db.iterBufs.Put(sc)
 	return nil
 }

@@ -197,6 +197,10 @@ type Options struct {
 	Logger *slog.Logger
 	// FS is the file system; nil means the OS.
 	FS vfs.FS
+
+	// testHooks carries test knobs to Open (hooks.go); set only by the
+	// package's tests.
+	testHooks *testHooks
 }
 
 // Clone returns a copy of o (nil: a zero Options).

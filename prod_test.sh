@@ -65,24 +65,27 @@ nofailpoints() {
   echo "go tool nm: no failpoint symbols in the default build of ./cmd/bwkv"
 }
 
+# Runs without -race carry the invariants tag (internal/invariants): the
+# checks a race build has (the GC's self-check of every rewrite,
+# use-after-close checkers) stay on in the crash, model and soak runs.
 fast() {
   echo "== nofailpoints"
   nofailpoints || failures+=(nofailpoints)
   step failpoints env BWKV_FP_HITS="${BWKV_FP_HITS:-1}" \
-    go test -tags failpoints -count=1 -run '^TestFailpointMatrix$' .
+    go test -tags failpoints,invariants -count=1 -run '^TestFailpointMatrix$' .
   step kill9 env BWKV_CRASH_ROUNDS="${BWKV_CRASH_ROUNDS:-8}" \
-    go test -count=1 -run '^(TestCrashKill9|TestRecoveryUndo|TestCrashDuringRecovery|TestStealUndo)$' .
-  step powerloss go test -count=1 -short -run '^(TestPowerLoss|TestIOErrors|TestBadLog|TestINVC2|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
+    go test -tags invariants -count=1 -run '^(TestCrashKill9|TestRecoveryUndo|TestCrashDuringRecovery|TestStealUndo)$' .
+  step powerloss go test -tags invariants -count=1 -short -run '^(TestPowerLoss|TestIOErrors|TestBadLog|TestINVC2|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
 }
 
 stress() {
   step model env BWKV_MODEL_SEEDS="${BWKV_MODEL_SEEDS:-2000}" BWKV_MODEL_OPS="${BWKV_MODEL_OPS:-5000}" \
-    go test -count=1 -run '^TestModel$' .
+    go test -tags invariants -count=1 -run '^TestModel$' .
   step kill9-long env BWKV_CRASH_ROUNDS="${BWKV_CRASH_ROUNDS:-400}" \
-    go test -count=1 -timeout 60m -run '^TestCrashKill9$' .
+    go test -tags invariants -count=1 -timeout 60m -run '^TestCrashKill9$' .
   step concurrency env BWKV_BANK_MS="${BWKV_BANK_MS:-30000}" BWKV_SMO_MS="${BWKV_SMO_MS:-30000}" \
     go test -race -count=1 -run '^(TestBank|TestConcurrentSMOs)$' .
-  step invc2 env BWKV_INVC2_SEEDS="${BWKV_INVC2_SEEDS:-100}" go test -count=1 -run '^TestINVC2$' .
+  step invc2 env BWKV_INVC2_SEEDS="${BWKV_INVC2_SEEDS:-100}" go test -tags invariants -count=1 -run '^TestINVC2$' .
   step cluster env BWKV_CLUSTER_SECONDS="${BWKV_CLUSTER_SECONDS:-300}" BWKV_CLUSTER_CRASH_ROUNDS="${BWKV_CLUSTER_CRASH_ROUNDS:-30}" \
     go -C cluster test -race -count=1 -timeout 60m -run '^(TestNemesis|TestCrashKill9)$' .
 }
@@ -110,11 +113,11 @@ chaos() {
   parallel= # the cycle count is summed from each step's output
   chaos_step failpoints-matrix env BWKV_FP_ACTIONS="${BWKV_FP_ACTIONS:-kill,error}" \
     BWKV_FP_HITS="${BWKV_FP_HITS:-1,2,3,5,10,50}" \
-    go test -v -tags failpoints -count=1 -timeout 60m -run '^TestFailpointMatrix$' .
+    go test -v -tags failpoints,invariants -count=1 -timeout 60m -run '^TestFailpointMatrix$' .
   chaos_step kill9-chaos env BWKV_CRASH_ROUNDS="${BWKV_CHAOS_ROUNDS:-150}" \
-    go test -v -count=1 -timeout 60m -run '^TestCrashKill9$' .
+    go test -v -tags invariants -count=1 -timeout 60m -run '^TestCrashKill9$' .
   echo "chaos: $chaos_total crash-reopen cycles"
-  step powerloss-full go test -count=1 -run '^(TestPowerLoss|TestIOErrors|TestGCPowerLoss|TestGCPowerLossCompressed|TestSettlePowerLoss|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
+  step powerloss-full go test -tags invariants -count=1 -run '^(TestPowerLoss|TestIOErrors|TestGCPowerLoss|TestGCPowerLossCompressed|TestSettlePowerLoss|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
 }
 
 # The mutants: name, then the crash suite's tests that should catch it
@@ -125,7 +128,7 @@ mutants() {
   local tmp bin mut log caught survivors=()
   tmp=$(mktemp -d)
   bin=$tmp/bwkv.test
-  go test -c -tags failpoints -o "$bin" . || { failures+=(mutants-build); return; }
+  go test -c -tags failpoints,invariants -o "$bin" . || { failures+=(mutants-build); return; }
   run_suite() {
     BWKV_CRASH_ROUNDS=6 timeout "$step_timeout" "$bin" -test.short -test.count=1 -test.failfast \
       -test.v -test.timeout 15m -test.run "$mutant_suite" >"$1" 2>&1
@@ -164,7 +167,7 @@ soak() {
   local minutes=${1:-5}
   step_timeout=$(( ${minutes%.*} * 60 + 900 ))
   step soak env BWKV_SOAK_MINUTES="$minutes" \
-    go test -count=1 -timeout "$(( ${minutes%.*} * 60 + 600 ))s" -v -run '^TestSoak$' .
+    go test -tags invariants -count=1 -timeout "$(( ${minutes%.*} * 60 + 600 ))s" -v -run '^TestSoak$' .
 }
 
 case "$mode" in

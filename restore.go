@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -236,7 +237,7 @@ func (br *BackupReader) read(b []byte, n uint64, what string) error {
 }
 
 func (br *BackupReader) corrupt(off int64, format string, a ...any) error {
-	return &CorruptionError{File: backupStreamName, Offset: off, Reason: fmt.Sprintf(format, a...)}
+	return base.CorruptionErrorf(backupStreamName, off, format, a...)
 }
 
 // fieldReader decodes uvarints and length-prefixed bytes; bad is set on
@@ -432,7 +433,7 @@ func (db *DB) bulkLoad(br *BackupReader) error {
 		db.backpressure()
 	}
 	if err := db.tree.BulkLoad(next, restoreTxID, pause); err != nil {
-		return db.readErr(err)
+		return err
 	}
 	if db.closed.Load() {
 		return ErrClosed

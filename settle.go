@@ -25,9 +25,9 @@ import (
 // settleInterval after its last write (well inside the 60 s the space
 // guarantee allows). The wait keeps a trickle of writes (one every few
 // seconds) from paying a checkpoint and a rewrite of every touched page
-// per write. Variables so
-// that tests can settle in milliseconds.
-var (
+// per write. Tests replace both per DB (testHooks.settleTimes) to settle
+// in milliseconds.
+const (
 	settleInterval = time.Second
 	settleIdle     = 5 * time.Second
 )
@@ -53,13 +53,14 @@ type settleState struct {
 
 // settle runs in the checkpointer goroutine every settleInterval.
 func (db *DB) settle() {
+	_, idle := db.hooks.settleTimes()
 	s := &db.ckpt.settle
 	head := db.wal.Head()
 	if head != s.head || s.since.IsZero() {
 		s.head, s.since, s.settled = head, time.Now(), false // writes since the last look
 		return
 	}
-	if s.settled || db.readOnly.Load() || time.Since(s.since) < settleIdle {
+	if s.settled || db.readOnly.Load() || time.Since(s.since) < idle {
 		return
 	}
 	if (db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil) && !db.idleCheckpoint() {

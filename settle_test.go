@@ -189,11 +189,11 @@ func settleWorkload(t *testing.T, db *bwkv.DB, n int, idle time.Duration, onAck 
 // recycling, GC rounds): the clone reopens to every acknowledged commit,
 // passes Check, and recovers to the same state twice.
 func TestSettlePowerLoss(t *testing.T) {
-	defer bwkv.SetTestSettle(5*time.Millisecond, 5*time.Millisecond)()
 	const commits = 400
 	idle := 150 * time.Millisecond
 	opts := func(fs vfs.FS) *bwkv.Options {
-		return &bwkv.Options{FS: fs, PageSplitEntries: 8, DeltaChainMax: 4, WALSegmentBytes: 4 << 20, MaxValueSize: 2 << 10}
+		return bwkv.WithTestSettle(&bwkv.Options{FS: fs, PageSplitEntries: 8, DeltaChainMax: 4, WALSegmentBytes: 4 << 20, MaxValueSize: 2 << 10},
+			5*time.Millisecond, 5*time.Millisecond)
 	}
 	fs := vfs.NewMem()
 	db, err := bwkv.Open("db", opts(fs))

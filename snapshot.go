@@ -3,6 +3,7 @@ package bwkv
 import (
 	"sync/atomic"
 
+	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/mvcc"
 )
 
@@ -14,6 +15,9 @@ type Snapshot struct {
 	r      mvcc.Reader
 	reg    mvcc.Reg
 	closed atomic.Bool
+	// live panics, in invariants and race builds, when the engine reads
+	// through the snapshot after Close (its iterators check it).
+	live invariants.CloseChecker
 }
 
 // snapSlabLen is how many snapshots one slab holds.
@@ -74,12 +78,22 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := s.usable(); err != nil {
 		return dst, err
 	}
-	if err := s.db.checkKey(key); err != nil {
+	return s.db.getAppend(dst, key, &s.r, nil)
+}
+
+// getAppend appends to dst the value of key that r sees: the one
+// implementation of Snapshot.GetAppend and Txn.GetAppend, which check that
+// they are usable first.
+func (db *DB) getAppend(dst, key []byte, r *mvcc.Reader, leaf *uint64) ([]byte, error) {
+	if err := db.checkKey(key); err != nil {
 		return dst, err
 	}
-	v, ok, err := s.db.tree.Get(key, &s.r)
+	v, ok, pid, err := db.tree.GetLeaf(key, r)
 	if err != nil {
-		return dst, s.db.readErr(err)
+		return dst, err
+	}
+	if leaf != nil {
+		*leaf = pid
 	}
 	if !ok {
 		return dst, ErrNotFound
@@ -103,6 +117,7 @@ func (s *Snapshot) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	s.live.Close()
 	s.db.mv.Registry().Unregister(&s.reg)
 	return nil
 }

@@ -115,9 +115,8 @@ func TestEventListenerStall(t *testing.T) {
 	}
 	release := make(chan struct{})
 	var once sync.Once
-	bwkv.SetTestCutHook(func() { once.Do(func() { <-release }) })
-	defer bwkv.SetTestCutHook(nil)
 	db := openTest(t, &bwkv.Options{CheckpointBytes: 4096, EventListener: l})
+	db.SetTestCutHook(func() { once.Do(func() { <-release }) })
 	done := make(chan error, 1)
 	go func() {
 		for i := 0; i < 400; i++ {

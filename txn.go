@@ -9,6 +9,7 @@ import (
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/mvcc"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/wal"
@@ -28,8 +29,11 @@ type Txn struct {
 	st *mvcc.Txn
 	r  mvcc.Reader
 
-	mu     sync.Mutex // guards the fields below (Close may roll back)
-	done   bool
+	mu   sync.Mutex // guards the fields below (Close may roll back)
+	done bool
+	// live is closed with done: in invariants and race builds a read or
+	// write through the txn (or its iterators) after it ended panics.
+	live   invariants.CloseChecker
 	doomed error
 	seq    uint32
 	writes []undo
@@ -104,18 +108,8 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := tx.usable(); err != nil {
 		return dst, err
 	}
-	if err := tx.db.checkKey(key); err != nil {
-		return dst, err
-	}
-	v, ok, leaf, err := tx.db.tree.GetLeaf(key, &tx.r)
-	if err != nil {
-		return dst, tx.db.readErr(err)
-	}
-	tx.leaf = leaf
-	if !ok {
-		return dst, ErrNotFound
-	}
-	return append(dst, v...), nil
+	tx.live.AssertOpen("Txn.GetAppend")
+	return tx.db.getAppend(dst, key, &tx.r, &tx.leaf)
 }
 
 // Put sets key to value. The transaction keeps no reference to key or value.
@@ -146,6 +140,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 	if err := tx.usable(); err != nil {
 		return err
 	}
+	tx.live.AssertOpen("Txn write")
 	if tx.db.readOnly.Load() {
 		return tx.db.errReadOnly()
 	}
@@ -291,7 +286,7 @@ func (tx *Txn) NewIter(o *IterOptions) (*Iter, error) {
 	if err := tx.usable(); err != nil {
 		return nil, err
 	}
-	return newIter(tx.db, &tx.r, o, func() error {
+	return newIter(tx.db, &tx.r, o, &tx.live, func() error {
 		tx.mu.Lock()
 		defer tx.mu.Unlock()
 		return tx.usable()
@@ -311,6 +306,7 @@ func (tx *Txn) Commit() error {
 		return err
 	}
 	tx.done = true
+	tx.live.Close()
 	tx.mu.Unlock()
 	db := tx.db
 	defer db.afterFinish()
@@ -399,6 +395,7 @@ func (tx *Txn) rollback(count bool) error {
 		return nil
 	}
 	tx.done = true
+	tx.live.Close()
 	writes := tx.writes
 	tx.writes = nil
 	tx.mu.Unlock()
@@ -432,9 +429,7 @@ func (tx *Txn) rollback(count bool) error {
 		if err := failpoints.Hit(failpoints.TxnUndoCLR); err != nil {
 			_ = db.degrade(err) // as if the CLR's append had failed
 		}
-		if testRollbackHook != nil {
-			testRollbackHook(len(writes) - i)
-		}
+		db.hooks.runRollback(len(writes) - i)
 	}
 	var endEnd uint64
 	if tx.began && db.degraded.Load() == nil {
@@ -453,10 +448,6 @@ func (tx *Txn) rollback(count bool) error {
 	db.afterFinish()
 	return nil
 }
-
-// testRollbackHook, when set (by tests), runs after each compensation of a
-// rollback with the number installed so far.
-var testRollbackHook func(n int)
 
 func (db *DB) forget(tx *Txn) {
 	db.txMu.Lock()

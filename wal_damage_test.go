@@ -139,9 +139,9 @@ func TestLostNewestSegment(t *testing.T) {
 			t.Fatal(err)
 		}
 		put(db, 0, 100)
-		bwkv.SetTestCutHook(func() { put(db, 100, 400) })
+		db.SetTestCutHook(func() { put(db, 100, 400) })
 		err = db.Checkpoint()
-		bwkv.SetTestCutHook(nil)
+		db.SetTestCutHook(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

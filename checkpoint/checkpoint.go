@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -153,15 +154,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			}
 		}
 	}
-	slices.SortFunc(frames, func(a, b *delta.Frame) int {
-		switch {
-		case a.Addr < b.Addr:
-			return -1
-		case a.Addr > b.Addr:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(frames, func(a, b *delta.Frame) int { return cmp.Compare(a.Addr, b.Addr) })
 	res.Frames = int64(len(frames))
 	res.Skipped = max(0, g.Frames()-res.Frames)
 

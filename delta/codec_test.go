@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 var codecs = []delta.Codec{delta.CodecS2, delta.CodecZstd}
@@ -117,8 +118,8 @@ func TestCompressedCorruption(t *testing.T) {
 						bad := bytes.Clone(good)
 						bad[i] ^= bit
 						_, err := delta.DecodeFrame(bad)
-						var ce *delta.CorruptionError
-						if !errors.As(err, &ce) || !errors.Is(err, delta.ErrBadFrame) {
+						var ce *base.CorruptionError
+						if !errors.As(err, &ce) || !errors.Is(err, base.ErrCorruption) {
 							t.Fatalf("byte %d ^ %#x: err %v, want a CorruptionError", i, bit, err)
 						}
 						if i < delta.FrameHeaderSize {

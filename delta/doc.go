@@ -13,4 +13,9 @@
 // version is (txid, seq) plus flags: Tombstone for a delete, CLR for a
 // compensation written by a rollback (its value is the restored old value; a
 // reader that meets a CLR of txn T ignores every version of T for that key).
+//
+// Frame bytes that fail validation (DecodeFrame, VerifyFrame,
+// ParseFrameHeader) return a *base.CorruptionError (internal/base) whose
+// Offset is inside the frame and whose File is empty: package pool, which
+// knows where the frame lives, names the file and shifts the offset.
 package delta

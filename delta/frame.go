@@ -2,11 +2,12 @@ package delta
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
 	"slices"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // On-disk frames (docs/formats.md). A frame is one delta or one base page plus its
@@ -109,29 +110,11 @@ func (k FrameKind) String() string {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrBadFrame is matched (errors.Is) by every error DecodeFrame and
-// ParseFrameHeader return for bytes that are not a valid frame.
-var ErrBadFrame = errors.New("delta: bad frame")
-
-// CorruptionError reports frame bytes that fail validation. Offset is the
-// byte offset inside the frame where the problem was found; callers that
-// know where the frame lives (package pool) add their own position. It
-// matches ErrBadFrame with errors.Is.
-type CorruptionError struct {
-	Offset int64
-	Reason string
-}
-
-// Error implements error.
-func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("delta: bad frame at byte %d: %s", e.Offset, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrBadFrame) true.
-func (e *CorruptionError) Is(target error) bool { return target == ErrBadFrame }
-
-func corrupt(off int, format string, args ...any) *CorruptionError {
-	return &CorruptionError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
+// corrupt reports frame bytes that fail validation: a *base.CorruptionError
+// with no File (the frame is decoded from a buffer) and an Offset inside
+// the frame; package pool names the file and shifts the offset.
+func corrupt(off int, format string, args ...any) error {
+	return base.CorruptionErrorf("", int64(off), format, args...)
 }
 
 // Frame is one delta or one base page with its frame identity (docs/formats.md).

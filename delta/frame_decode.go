@@ -21,7 +21,7 @@ type FrameHeader struct {
 // ParseFrameHeader validates the fixed header at the start of b and returns
 // it. It reads only the first FrameHeaderSize bytes: it verifies neither the
 // CRC nor the payload (DecodeFrame does both), so it suits a scan that
-// wants identities and lengths. Errors are *CorruptionError (ErrBadFrame).
+// wants identities and lengths. Errors are *base.CorruptionError (base.ErrCorruption).
 func ParseFrameHeader(b []byte) (FrameHeader, error) {
 	if len(b) < FrameHeaderSize {
 		return FrameHeader{}, corrupt(len(b), "%d bytes, shorter than the %d-byte frame header", len(b), FrameHeaderSize)
@@ -75,7 +75,7 @@ func ParseFrameHeader(b []byte) (FrameHeader, error) {
 // buffer: the only allocation is the returned record), then every field: lengths, flags, and for a base the
 // entry layout, key order (non-decreasing), the distinct-key count and the
 // 8-byte child values of an inner page, so the returned *Base is safe for
-// every Base method. Bad bytes return a *CorruptionError (ErrBadFrame);
+// every Base method. Bad bytes return a *base.CorruptionError;
 // DecodeFrame never panics on any input.
 //
 // The returned records own their memory: nothing aliases b, which the
@@ -162,7 +162,7 @@ func decodeDeltaFrame(h FrameHeader, p []byte) (*Frame, error) {
 // before it decodes: the length field, the CRC and the fixed header. It
 // does not decompress or parse the payload, so it suits a copy of the
 // frame's bytes (a frame is immutable: valid bytes stay a valid frame).
-// Errors are *CorruptionError (ErrBadFrame).
+// Errors are *base.CorruptionError (base.ErrCorruption).
 func VerifyFrame(b []byte) (FrameHeader, error) {
 	if len(b) < FrameHeaderSize {
 		return FrameHeader{}, corrupt(len(b), "%d bytes, shorter than the %d-byte frame header", len(b), FrameHeaderSize)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 type frameCase struct {
@@ -184,18 +185,18 @@ func TestFrameCorruptByte(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s: byte %d ^ %#x decoded as %+v", tc.name, i, mask, f)
 				}
-				var ce *delta.CorruptionError
-				if !errors.As(err, &ce) || !errors.Is(err, delta.ErrBadFrame) {
-					t.Fatalf("%s: byte %d: error %v is not a *CorruptionError matching ErrBadFrame", tc.name, i, err)
+				var ce *base.CorruptionError
+				if !errors.As(err, &ce) || !errors.Is(err, base.ErrCorruption) {
+					t.Fatalf("%s: byte %d: error %v is not a *CorruptionError matching ErrCorruption", tc.name, i, err)
 				}
 			}
 		}
 		for _, n := range []int{0, 1, delta.FrameHeaderSize - 1, delta.FrameHeaderSize, len(enc) - 1} {
-			if _, err := delta.DecodeFrame(enc[:n]); !errors.Is(err, delta.ErrBadFrame) {
+			if _, err := delta.DecodeFrame(enc[:n]); !errors.Is(err, base.ErrCorruption) {
 				t.Fatalf("%s: truncated to %d: err = %v", tc.name, n, err)
 			}
 		}
-		if _, err := delta.DecodeFrame(append(bytes.Clone(enc), 0)); !errors.Is(err, delta.ErrBadFrame) {
+		if _, err := delta.DecodeFrame(append(bytes.Clone(enc), 0)); !errors.Is(err, base.ErrCorruption) {
 			t.Fatalf("%s: trailing byte: err = %v", tc.name, err)
 		}
 	}
@@ -262,7 +263,7 @@ func TestFrameInvalidFields(t *testing.T) {
 			if err == nil {
 				t.Fatalf("decoded %+v", f)
 			}
-			var ce *delta.CorruptionError
+			var ce *base.CorruptionError
 			if !errors.As(err, &ce) || !strings.Contains(ce.Reason, tc.reason) {
 				t.Fatalf("err = %v, want a *CorruptionError mentioning %q", err, tc.reason)
 			}

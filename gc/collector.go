@@ -12,6 +12,7 @@ import (
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
@@ -326,7 +327,7 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 	live, _, err := c.liveness(st, victims)
 	if err != nil {
 		var ve *victimError
-		if errors.As(err, &ve) && errors.Is(err, pool.ErrCorruption) {
+		if errors.As(err, &ve) && errors.Is(err, base.ErrCorruption) {
 			c.skip[ve.file] = true // do not trip over it every round
 		}
 		return 0, err
@@ -376,7 +377,7 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 			err = errors.Join(err, cerr)
 		}
 		var ve *victimError
-		if errors.As(err, &ve) && errors.Is(err, pool.ErrCorruption) {
+		if errors.As(err, &ve) && errors.Is(err, base.ErrCorruption) {
 			c.skip[ve.file] = true
 		}
 		return 0, err

@@ -37,15 +37,7 @@ func (c Chain) Contains(a uint64) bool {
 }
 
 func (c Chain) index(a uint64) (int, bool) {
-	return slices.BinarySearchFunc(c, a, func(e Extent, a uint64) int {
-		switch {
-		case e.Addr > a: // descending order
-			return -1
-		case e.Addr < a:
-			return 1
-		}
-		return 0
-	})
+	return slices.BinarySearchFunc(c, a, func(e Extent, a uint64) int { return cmp.Compare(a, e.Addr) }) // descending order
 }
 
 // Change is one page's new durable state, as a checkpoint publishes it.

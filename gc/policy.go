@@ -61,14 +61,7 @@ func Choose(files []manifest.FileMeta, p Policy, skip func(manifest.FileID) bool
 		}
 	}
 	slices.SortFunc(cand, func(a, b manifest.FileMeta) int {
-		ra, rb := ratio(a), ratio(b)
-		switch {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Or(cmp.Compare(ratio(a), ratio(b)), cmp.Compare(a.ID, b.ID)) // ratio is never NaN
 	})
 	var out []manifest.FileMeta
 	var read int64

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -128,9 +129,9 @@ func TestMidLogCorruption(t *testing.T) {
 				writeFile(t, fsys, live, data)
 				before := dirImage(t, fsys, dir)
 				_, _, err := Open(fsys, dir, false)
-				var ce *CorruptionError
+				var ce *base.CorruptionError
 				if !errors.As(err, &ce) {
-					t.Fatalf("record %d: Open: %v, want *CorruptionError", rec, err)
+					t.Fatalf("record %d: Open: %v, want *base.CorruptionError", rec, err)
 				}
 				if ce.File != live || ce.Offset != offs[rec] {
 					t.Fatalf("record %d: error at %s:%d, want %s:%d (%v)", rec, ce.File, ce.Offset, live, offs[rec], ce)
@@ -159,7 +160,7 @@ func TestValidFrameBadContent(t *testing.T) {
 		data, _ := readFile(fsys, live)
 		writeFile(t, fsys, live, appendFrame(data, payload))
 		_, _, err := Open(fsys, dir, false)
-		var ce *CorruptionError
+		var ce *base.CorruptionError
 		if len(payload) == 1 {
 			if err != nil {
 				t.Fatalf("empty edit: %v", err)
@@ -193,9 +194,9 @@ func TestCurrentProblems(t *testing.T) {
 			history(t, fsys, dir, 2)
 			writeFile(t, fsys, filepath.Join(dir, currentName), []byte(c.current))
 			_, _, err := Open(fsys, dir, true)
-			var ce *CorruptionError
+			var ce *base.CorruptionError
 			if !errors.As(err, &ce) {
-				t.Fatalf("Open: %v, want *CorruptionError", err)
+				t.Fatalf("Open: %v, want *base.CorruptionError", err)
 			}
 		})
 	}
@@ -210,7 +211,7 @@ func TestCurrentLost(t *testing.T) {
 	}
 	for _, create := range []bool{false, true} {
 		_, _, err := Open(fsys, dir, create)
-		var ce *CorruptionError
+		var ce *base.CorruptionError
 		if !errors.As(err, &ce) {
 			t.Fatalf("create=%v: Open without CURRENT but with a used manifest: %v", create, err)
 		}
@@ -267,8 +268,8 @@ func TestNewerVersion(t *testing.T) {
 		data, _ := readFile(fsys, live)
 		writeFile(t, fsys, live, appendFrame(data, payload))
 		_, _, err := Open(fsys, dir, false)
-		if !errors.Is(err, ErrVersion) {
-			t.Fatalf("payload %x: Open: %v, want ErrVersion", payload, err)
+		if !errors.Is(err, base.ErrVersion) {
+			t.Fatalf("payload %x: Open: %v, want base.ErrVersion", payload, err)
 		}
 	}
 }
@@ -280,8 +281,8 @@ func TestEmptyLiveFile(t *testing.T) {
 	dir := t.TempDir()
 	history(t, fsys, dir, 2)
 	writeFile(t, fsys, liveFile(t, fsys, dir), nil)
-	var ce *CorruptionError
+	var ce *base.CorruptionError
 	if _, _, err := Open(fsys, dir, true); !errors.As(err, &ce) {
-		t.Fatalf("Open: %v, want *CorruptionError", err)
+		t.Fatalf("Open: %v, want *base.CorruptionError", err)
 	}
 }

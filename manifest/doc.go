@@ -16,7 +16,7 @@
 // is what applying every edit in order yields; State.Apply validates each
 // edit against it (counters never move back, ranges never overlap, a file
 // is retired only when no range names it, a staged file is never
-// registered, ...), and a violation is a *CorruptionError.
+// registered, ...), and a violation is a *base.CorruptionError.
 //
 // # Files
 //
@@ -29,7 +29,7 @@
 //	crc     uint32 little-endian, CRC-32C (Castagnoli) of length and payload
 //	payload encoded Edit
 //
-// and an encoded Edit is a version byte (1; a larger one is ErrVersion)
+// and an encoded Edit is a version byte (1; a larger one is base.ErrVersion)
 // followed by (tag, value) pairs in strictly increasing tag order, varints
 // from encoding/binary, each present field once (see Edit.Encode). The
 // decoder is strict (minimal varints, no empty lists, no unknown tags), so

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
 
 // ReadEdits returns the live manifest file's name and its edits in order,
 // for inspection tools (bwkv manifest dump). It only reads. A torn tail
 // ends the list, as on Open; a damaged record followed by a valid one is a
-// *CorruptionError.
+// *base.CorruptionError.
 func ReadEdits(fsys vfs.FS, dir string) (string, []*Edit, error) {
 	num, err := readCurrent(fsys, dir)
 	if err != nil {
@@ -27,7 +28,7 @@ func ReadEdits(fsys vfs.FS, dir string) (string, []*Edit, error) {
 		payload, size, ok := frameAt(data, off)
 		if !ok {
 			if p := nextValidFrame(data, off+1); p >= 0 {
-				return path, edits, &CorruptionError{File: path, Offset: int64(off),
+				return path, edits, &base.CorruptionError{File: path, Offset: int64(off),
 					Reason: fmt.Sprintf("record %d is damaged but a valid record follows at offset %d", i, p)}
 			}
 			return path, edits, nil

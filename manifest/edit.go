@@ -1,13 +1,15 @@
 package manifest
 
+import "github.com/bwkv/bwkv/internal/base"
+
 // FormatVersion is the newest on-disk format version this code understands.
 // An Edit may record it (HasFormatVersion); a larger recorded value makes
-// Open fail with ErrVersion.
+// Open fail with base.ErrVersion.
 const FormatVersion = 1
 
-// FileID names a data file. IDs come from the NextFileID counter and are
-// never reused; NoFile (0) is never a file.
-type FileID uint64
+// FileID names a data file (base.FileID). IDs come from the NextFileID
+// counter and are never reused; NoFile (0) is never a file.
+type FileID = base.FileID
 
 // NoFile is the zero FileID: "no file" (e.g. no GC rewrite staged).
 const NoFile FileID = 0

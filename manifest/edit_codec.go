@@ -3,10 +3,12 @@ package manifest
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // editEncoding is the version byte that starts every encoded Edit. A larger
-// value is a newer encoding: DecodeEdit returns ErrVersion.
+// value is a newer encoding: DecodeEdit returns base.ErrVersion.
 const editEncoding = 1
 
 // Field tags of the encoding. They appear in strictly increasing order, each
@@ -153,7 +155,7 @@ func appendIDs(dst []byte, tag uint64, ids []FileID) []byte {
 type decoder struct {
 	b   []byte
 	off int
-	err *CorruptionError
+	err *base.CorruptionError
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -220,18 +222,18 @@ func uvarintLen(v uint64) int {
 }
 
 // DecodeEdit decodes one Edit encoded by Encode. A version byte newer than
-// this code reads returns an error wrapping ErrVersion; any other malformed
-// input returns a *CorruptionError whose Offset is the position in payload.
+// this code reads returns an error wrapping base.ErrVersion; any other malformed
+// input returns a *base.CorruptionError whose Offset is the position in payload.
 // The returned Edit does not alias payload.
 func DecodeEdit(payload []byte) (*Edit, error) {
 	if len(payload) == 0 {
-		return nil, &CorruptionError{Offset: 0, Reason: "edit: empty payload"}
+		return nil, &base.CorruptionError{Offset: 0, Reason: "edit: empty payload"}
 	}
 	if v := payload[0]; v != editEncoding {
 		if v > editEncoding {
 			return nil, versionError("edit encoding", uint64(v), editEncoding)
 		}
-		return nil, &CorruptionError{Offset: 0, Reason: "edit: encoding version 0"}
+		return nil, &base.CorruptionError{Offset: 0, Reason: "edit: encoding version 0"}
 	}
 	d := &decoder{b: payload, off: 1}
 	e := &Edit{}

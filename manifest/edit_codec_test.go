@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // codecCases holds one edit per field, plus a combination, for the
@@ -116,12 +118,12 @@ func TestDecodeEditErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("decoded %+v, want an error", e)
 			}
-			if got := errors.Is(err, ErrVersion); got != tc.version {
-				t.Fatalf("errors.Is(%v, ErrVersion) = %v, want %v", err, got, tc.version)
+			if got := errors.Is(err, base.ErrVersion); got != tc.version {
+				t.Fatalf("errors.Is(%v, base.ErrVersion) = %v, want %v", err, got, tc.version)
 			}
-			var ce *CorruptionError
+			var ce *base.CorruptionError
 			if !tc.version && !errors.As(err, &ce) {
-				t.Fatalf("error %v (%T) is not a *CorruptionError", err, err)
+				t.Fatalf("error %v (%T) is not a *base.CorruptionError", err, err)
 			}
 		})
 	}
@@ -156,9 +158,9 @@ func TestEditMaxValueSizeNeedsOptions(t *testing.T) {
 		"without options": {editEncoding, tagMaxValueSize, 5},
 		"zero":            append((&Edit{Has: HasOptions}).Encode(nil), tagMaxValueSize, 0),
 	} {
-		var ce *CorruptionError
+		var ce *base.CorruptionError
 		if _, err := DecodeEdit(enc); !errors.As(err, &ce) {
-			t.Errorf("%s: DecodeEdit(%x) = %v, want *CorruptionError", name, enc, err)
+			t.Errorf("%s: DecodeEdit(%x) = %v, want *base.CorruptionError", name, enc, err)
 		}
 	}
 }

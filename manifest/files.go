@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -72,7 +73,7 @@ func readCurrent(fsys vfs.FS, dir string) (uint64, error) {
 		return 0, fmt.Errorf("manifest: read %s: %w", path, err)
 	}
 	if fi.Size() > maxCurrentSize {
-		return 0, &CorruptionError{File: path, Offset: 0, Reason: fmt.Sprintf("%d bytes, not a manifest name", fi.Size())}
+		return 0, &base.CorruptionError{File: path, Offset: 0, Reason: fmt.Sprintf("%d bytes, not a manifest name", fi.Size())}
 	}
 	data, err := readFile(fsys, path)
 	if err != nil {
@@ -81,7 +82,7 @@ func readCurrent(fsys vfs.FS, dir string) (uint64, error) {
 	name, ok := strings.CutSuffix(string(data), "\n")
 	num, ok2 := parseManifestName(name)
 	if !ok || !ok2 {
-		return 0, &CorruptionError{File: path, Offset: 0, Reason: fmt.Sprintf("content %q does not name a manifest", data)}
+		return 0, &base.CorruptionError{File: path, Offset: 0, Reason: fmt.Sprintf("content %q does not name a manifest", data)}
 	}
 	return num, nil
 }
@@ -108,7 +109,7 @@ func checkNoCurrent(fsys vfs.FS, dir string) error {
 			continue
 		}
 		if num > 1 {
-			return &CorruptionError{File: current, Offset: -1, Reason: "missing, but " + name + " exists"}
+			return &base.CorruptionError{File: current, Offset: -1, Reason: "missing, but " + name + " exists"}
 		}
 		path := filepath.Join(dir, name)
 		data, err := readFile(fsys, path)
@@ -116,7 +117,7 @@ func checkNoCurrent(fsys vfs.FS, dir string) error {
 			return fmt.Errorf("manifest: read %s: %w", path, err)
 		}
 		if n := countFrames(data); n > 2 {
-			return &CorruptionError{File: current, Offset: -1,
+			return &base.CorruptionError{File: current, Offset: -1,
 				Reason: fmt.Sprintf("missing, but %s holds %d records", name, n)}
 		}
 	}

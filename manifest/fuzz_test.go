@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // FuzzDecodeEdit frames the input as a record with a valid CRC, so the
 // fuzzer reaches the decoder and Apply behind the checksum, and replays it
 // as a manifest file after a valid snapshot. Properties: no panic; every
-// error is a *CorruptionError or wraps ErrVersion; an accepted payload
+// error is a *base.CorruptionError or wraps base.ErrVersion; an accepted payload
 // re-encodes to the same bytes; the resulting state's snapshot replays to
 // an equal state.
 func FuzzDecodeEdit(f *testing.F) {
@@ -62,9 +64,9 @@ func FuzzDecodeEdit(f *testing.F) {
 
 func checkErr(t *testing.T, what string, err error) {
 	t.Helper()
-	var ce *CorruptionError
-	if err != nil && !errors.As(err, &ce) && !errors.Is(err, ErrVersion) {
-		t.Fatalf("%s: error %v (%T) is neither corruption nor ErrVersion", what, err, err)
+	var ce *base.CorruptionError
+	if err != nil && !errors.As(err, &ce) && !errors.Is(err, base.ErrVersion) {
+		t.Fatalf("%s: error %v (%T) is neither corruption nor base.ErrVersion", what, err, err)
 	}
 }
 

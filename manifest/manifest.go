@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -79,8 +80,8 @@ type Stats struct {
 // false, and otherwise an empty State (NewState) whose first Commit creates
 // the directory and the files. A CURRENT that names a missing file, a
 // damaged record followed by valid ones, or a record that fails to decode
-// or apply returns a *CorruptionError; a record of a newer format returns
-// an error wrapping ErrVersion. A torn last record is ignored.
+// or apply returns a *base.CorruptionError; a record of a newer format returns
+// an error wrapping base.ErrVersion. A torn last record is ignored.
 //
 // The returned State is a private copy the caller owns.
 func Open(fsys vfs.FS, dir string, create bool) (*Manifest, *State, error) {
@@ -101,7 +102,7 @@ func Open(fsys vfs.FS, dir string, create bool) (*Manifest, *State, error) {
 		path := m.path(num)
 		data, err := readFile(fsys, path)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, &CorruptionError{File: path, Offset: -1, Reason: "named by CURRENT but missing"}
+			return nil, nil, &base.CorruptionError{File: path, Offset: -1, Reason: "named by CURRENT but missing"}
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("manifest: read %s: %w", path, err)
@@ -113,7 +114,7 @@ func Open(fsys vfs.FS, dir string, create bool) (*Manifest, *State, error) {
 		if st.NextManifest <= num {
 			// Every manifest file starts with a snapshot naming the next
 			// number; an empty or foreign file does not.
-			return nil, nil, &CorruptionError{File: path, Offset: 0,
+			return nil, nil, &base.CorruptionError{File: path, Offset: 0,
 				Reason: fmt.Sprintf("next manifest number %d is not above the file's own number %d", st.NextManifest, num)}
 		}
 		m.live, m.state = num, st
@@ -169,7 +170,7 @@ func (m *Manifest) SetRotateBytes(n int64) {
 // Commit makes e durable and applies it to the Manifest's State. It
 // validates e first (State.Apply's rules; an edit may not set
 // NextManifest): an invalid edit returns an error wrapping a
-// *CorruptionError and changes nothing. A valid edit is appended as one
+// *base.CorruptionError and changes nothing. A valid edit is appended as one
 // record and fsynced; the State changes, and Commit returns nil, only once
 // the record is durable.
 //

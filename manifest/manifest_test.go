@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -180,7 +181,7 @@ func TestCommitRejected(t *testing.T) {
 	g := newGen(4)
 	commitAll(t, m, g, 5)
 	before := m.State()
-	var ce *CorruptionError
+	var ce *base.CorruptionError
 	err := m.Commit(&Edit{Has: HasNextPID, NextPID: before.NextPID - 1})
 	if before.NextPID > 0 && !errors.As(err, &ce) {
 		t.Fatalf("backward counter: %v, want a corruption error", err)
@@ -188,7 +189,7 @@ func TestCommitRejected(t *testing.T) {
 	if err := m.Commit(&Edit{Has: HasNextManifest, NextManifest: 99}); err == nil {
 		t.Fatal("edit setting NextManifest accepted")
 	}
-	if err := m.Commit(&Edit{Has: HasFormatVersion, FormatVersion: FormatVersion + 1}); !errors.Is(err, ErrVersion) {
+	if err := m.Commit(&Edit{Has: HasFormatVersion, FormatVersion: FormatVersion + 1}); !errors.Is(err, base.ErrVersion) {
 		t.Fatalf("newer format: %v", err)
 	}
 	sameState(t, "after rejected commits", m.State(), before)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // Record framing: a 4-byte little-endian payload length, a 4-byte
@@ -87,7 +89,7 @@ func replay(data []byte, file string) (*State, replayInfo, error) {
 		payload, size, ok := frameAt(data, off)
 		if !ok {
 			if p := nextValidFrame(data, off+1); p >= 0 {
-				return nil, info, &CorruptionError{File: file, Offset: int64(off),
+				return nil, info, &base.CorruptionError{File: file, Offset: int64(off),
 					Reason: fmt.Sprintf("record %d is damaged but a valid record follows at offset %d", info.records, p)}
 			}
 			info.torn = int64(len(data) - off)
@@ -113,13 +115,13 @@ func replay(data []byte, file string) (*State, replayInfo, error) {
 // locate places an error from decoding or applying the record at off.
 // Decode errors carry their offset within the payload.
 func locate(err error, file string, off int64, record int) error {
-	var ce *CorruptionError
+	var ce *base.CorruptionError
 	if errors.As(err, &ce) {
 		at := off
 		if ce.Offset >= 0 {
 			at = off + headerSize + ce.Offset
 		}
-		return &CorruptionError{File: file, Offset: at, Reason: fmt.Sprintf("record %d: %s", record, ce.Reason)}
+		return &base.CorruptionError{File: file, Offset: at, Reason: fmt.Sprintf("record %d: %s", record, ce.Reason)}
 	}
 	return fmt.Errorf("manifest: %s record %d at offset %d: %w", file, record, off, err)
 }

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"sort"
@@ -118,7 +119,7 @@ func (s *State) FileList() []FileMeta {
 	for _, f := range s.Files {
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b FileMeta) int { return cmpU64(uint64(a.ID), uint64(b.ID)) })
+	slices.SortFunc(out, func(a, b FileMeta) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -176,7 +177,7 @@ func (s *State) Snapshot() *Edit {
 		for pid, addr := range s.Pages {
 			e.SetPages = append(e.SetPages, PageEntry{PID: pid, Addr: addr})
 		}
-		slices.SortFunc(e.SetPages, func(a, b PageEntry) int { return cmpU64(a.PID, b.PID) })
+		slices.SortFunc(e.SetPages, func(a, b PageEntry) int { return cmp.Compare(a.PID, b.PID) })
 	}
 	if len(s.ranges) > 0 {
 		e.AddRanges = slices.Clone(s.ranges)
@@ -190,17 +191,7 @@ func (s *State) Snapshot() *Edit {
 		e.AddFiles = append(e.AddFiles, FileMeta{ID: id})
 		e.PendingDeletes = append(e.PendingDeletes, id)
 	}
-	slices.SortFunc(e.AddFiles, func(a, b FileMeta) int { return cmpU64(uint64(a.ID), uint64(b.ID)) })
+	slices.SortFunc(e.AddFiles, func(a, b FileMeta) int { return cmp.Compare(a.ID, b.ID) })
 	slices.Sort(e.PendingDeletes)
 	return e
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

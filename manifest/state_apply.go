@@ -1,13 +1,16 @@
 package manifest
 
 import (
+	"cmp"
 	"slices"
 	"sort"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // Apply validates e against s and, when it is valid, applies it; when it is
-// not, s is unchanged and the error is a *CorruptionError (or wraps
-// ErrVersion for a format version newer than FormatVersion).
+// not, s is unchanged and the error is a *base.CorruptionError (or wraps
+// base.ErrVersion for a format version newer than FormatVersion).
 //
 // An edit is valid when, with "post" meaning the value after the edit's
 // scalars:
@@ -43,7 +46,7 @@ func (s *State) Apply(e *Edit) error {
 }
 
 // forward returns the post value of a counter, refusing to move it back.
-func forward(e *Edit, f Field, name string, old, v uint64) (uint64, *CorruptionError) {
+func forward(e *Edit, f Field, name string, old, v uint64) (uint64, *base.CorruptionError) {
 	if e.Has&f == 0 {
 		return old, nil
 	}
@@ -53,15 +56,56 @@ func forward(e *Edit, f Field, name string, old, v uint64) (uint64, *CorruptionE
 	return v, nil
 }
 
-func checkMeta(what string, f FileMeta) *CorruptionError {
+func checkMeta(what string, f FileMeta) *base.CorruptionError {
 	if f.Total < 0 || f.Live < 0 || f.Live > f.Total {
 		return corruptf("%s file %d: bad accounting total %d live %d", what, f.ID, f.Total, f.Live)
 	}
 	return nil
 }
 
-// check validates e against s without changing s (see Apply).
+// check validates e against s without changing s (see Apply): the
+// edit's header, its counters, then every list it carries, each checked
+// against s and against what the edit itself adds.
 func (s *State) check(e *Edit) error {
+	if err := checkHeader(e, s.FormatVersion); err != nil {
+		return err
+	}
+	nextPID, nextAddr, nextFile, err := s.checkCounters(e)
+	if err != nil {
+		return err
+	}
+	added, err := s.checkAddFiles(e, nextFile)
+	if err != nil {
+		return err
+	}
+	isFile := func(id FileID) bool {
+		_, a := s.Files[id]
+		_, b := added[id]
+		return a || b
+	}
+	if err := s.checkStage(e, nextFile, isFile); err != nil {
+		return err
+	}
+	delta, cerr := s.checkRanges(e, nextAddr, isFile)
+	if cerr != nil {
+		return cerr
+	}
+	if err := s.checkPages(e, nextPID, nextAddr); err != nil {
+		return err
+	}
+	if err := checkFileStats(e, isFile); err != nil {
+		return err
+	}
+	retired, err := s.checkRetire(e, isFile, delta)
+	if err != nil {
+		return err
+	}
+	return s.checkDeleted(e, retired)
+}
+
+// checkHeader validates e's presence flags, format version (against
+// stored, the state's) and format options.
+func checkHeader(e *Edit, stored uint64) error {
 	if e.Has&^allFields != 0 {
 		return corruptf("unknown presence flags %#x", uint32(e.Has&^allFields))
 	}
@@ -71,8 +115,8 @@ func (s *State) check(e *Edit) error {
 			return versionError("format", v, FormatVersion)
 		case v == 0:
 			return corruptf("format version 0")
-		case v < s.FormatVersion:
-			return corruptf("format version goes back from %d to %d", s.FormatVersion, v)
+		case v < stored:
+			return corruptf("format version goes back from %d to %d", stored, v)
 		}
 	}
 	if e.Has&HasOptions != 0 {
@@ -81,8 +125,14 @@ func (s *State) check(e *Edit) error {
 			return corruptf("bad format options %+v", *o)
 		}
 	}
-	var err *CorruptionError
-	var nextPID, nextAddr, nextFile, frontier, analysis uint64
+	return nil
+}
+
+// checkCounters checks that every counter e sets moves forward and that
+// the analysis start stays at or below the frontier; it returns the next
+// PID, address and file id in force after e.
+func (s *State) checkCounters(e *Edit) (nextPID, nextAddr, nextFile uint64, _ error) {
+	var err *base.CorruptionError
 	check := func(f Field, name string, old, v uint64) uint64 {
 		if err != nil {
 			return old
@@ -96,18 +146,22 @@ func (s *State) check(e *Edit) error {
 	nextFile = check(HasNextFileID, "next file id", uint64(s.NextFileID), uint64(e.NextFileID))
 	check(HasOracle, "oracle", s.Oracle, e.Oracle)
 	check(HasNextManifest, "next manifest", s.NextManifest, e.NextManifest)
-	frontier = check(HasFrontier, "frontier", s.Frontier, e.Frontier)
-	analysis = check(HasAnalysisStart, "analysis start", s.AnalysisStart, e.AnalysisStart)
+	frontier := check(HasFrontier, "frontier", s.Frontier, e.Frontier)
+	analysis := check(HasAnalysisStart, "analysis start", s.AnalysisStart, e.AnalysisStart)
 	// LogSynced is not checked to move forward: an open that truncated a
 	// damaged log (WALRecoveryTruncateDamaged) lowers it to where the kept
 	// log ends.
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	if analysis > frontier {
-		return corruptf("analysis start %d above frontier %d", analysis, frontier)
+		return 0, 0, 0, corruptf("analysis start %d above frontier %d", analysis, frontier)
 	}
+	return nextPID, nextAddr, nextFile, nil
+}
 
+// checkAddFiles validates the files e registers and returns their ids.
+func (s *State) checkAddFiles(e *Edit, nextFile uint64) (map[FileID]struct{}, error) {
 	added := make(map[FileID]struct{}, len(e.AddFiles))
 	for _, f := range e.AddFiles {
 		_, reg := s.Files[f.ID]
@@ -115,36 +169,24 @@ func (s *State) check(e *Edit) error {
 		_, dup := added[f.ID]
 		switch {
 		case f.ID == NoFile:
-			return corruptf("add file 0")
+			return nil, corruptf("add file 0")
 		case uint64(f.ID) >= nextFile:
-			return corruptf("add file %d at or above next file id %d", f.ID, nextFile)
+			return nil, corruptf("add file %d at or above next file id %d", f.ID, nextFile)
 		case reg || ret:
-			return corruptf("add file %d: already registered or retired", f.ID)
+			return nil, corruptf("add file %d: already registered or retired", f.ID)
 		case dup:
-			return corruptf("add file %d twice", f.ID)
+			return nil, corruptf("add file %d twice", f.ID)
 		}
 		if err := checkMeta("add", f); err != nil {
-			return err
+			return nil, err
 		}
 		added[f.ID] = struct{}{}
 	}
-	isFile := func(id FileID) bool {
-		_, a := s.Files[id]
-		_, b := added[id]
-		return a || b
-	}
+	return added, nil
+}
 
-	if err := s.checkStage(e, nextFile, isFile); err != nil {
-		return err
-	}
-	delta, err := s.checkRanges(e, nextAddr, isFile)
-	if err != nil {
-		return err
-	}
-	if err := s.checkPages(e, nextPID, nextAddr); err != nil {
-		return err
-	}
-
+// checkFileStats validates e's new accounting: once per registered file.
+func checkFileStats(e *Edit, isFile func(FileID) bool) error {
 	seen := make(map[FileID]struct{}, len(e.FileStats))
 	for _, f := range e.FileStats {
 		if !isFile(f.ID) {
@@ -158,19 +200,31 @@ func (s *State) check(e *Edit) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// checkRetire validates the files e retires (registered, once, named by
+// no range once e's range changes, delta, apply) and returns them.
+func (s *State) checkRetire(e *Edit, isFile func(FileID) bool, delta map[FileID]int) (map[FileID]struct{}, error) {
 	retired := make(map[FileID]struct{}, len(e.PendingDeletes))
 	for _, id := range e.PendingDeletes {
 		if !isFile(id) {
-			return corruptf("retire file %d, which is not registered", id)
+			return nil, corruptf("retire file %d, which is not registered", id)
 		}
 		if _, dup := retired[id]; dup {
-			return corruptf("retire file %d twice", id)
+			return nil, corruptf("retire file %d twice", id)
 		}
 		if n := s.rangeCount[id] + delta[id]; n != 0 {
-			return corruptf("retire file %d still named by %d ranges", id, n)
+			return nil, corruptf("retire file %d still named by %d ranges", id, n)
 		}
 		retired[id] = struct{}{}
 	}
+	return retired, nil
+}
+
+// checkDeleted validates the files e reports deleted: each retired before
+// or by e, once.
+func (s *State) checkDeleted(e *Edit, retired map[FileID]struct{}) error {
 	deleted := make(map[FileID]struct{}, len(e.DeletedFiles))
 	for _, id := range e.DeletedFiles {
 		_, p := s.PendingDeletes[id]
@@ -189,7 +243,7 @@ func (s *State) check(e *Edit) error {
 // checkStage validates the stage mark. The staged file must never be
 // registered: Open deletes a staged file, so a mark left on a registered
 // file would delete live data.
-func (s *State) checkStage(e *Edit, nextFile uint64, isFile func(FileID) bool) *CorruptionError {
+func (s *State) checkStage(e *Edit, nextFile uint64, isFile func(FileID) bool) *base.CorruptionError {
 	stage := s.StageFile
 	if e.Has&HasStageFile != 0 {
 		if v := e.StageFile; v != NoFile {
@@ -214,7 +268,7 @@ func (s *State) checkStage(e *Edit, nextFile uint64, isFile func(FileID) bool) *
 
 // checkRanges validates RemoveRanges and AddRanges and returns, per file,
 // the change in the number of ranges naming it.
-func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) (map[FileID]int, *CorruptionError) {
+func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) (map[FileID]int, *base.CorruptionError) {
 	delta := make(map[FileID]int)
 	removed := make(map[uint64]struct{}, len(e.RemoveRanges))
 	for _, r := range e.RemoveRanges {
@@ -255,7 +309,7 @@ func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) 
 }
 
 // checkPages validates RemovePages and SetPages.
-func (s *State) checkPages(e *Edit, nextPID, nextAddr uint64) *CorruptionError {
+func (s *State) checkPages(e *Edit, nextPID, nextAddr uint64) *base.CorruptionError {
 	removed := make(map[uint64]struct{}, len(e.RemovePages))
 	for _, pid := range e.RemovePages {
 		if _, ok := s.Pages[pid]; !ok {
@@ -287,7 +341,7 @@ func (s *State) checkPages(e *Edit, nextPID, nextAddr uint64) *CorruptionError {
 
 // sortedRanges returns rs sorted by Lo, copying only when needed.
 func sortedRanges(rs []Range) []Range {
-	less := func(a, b Range) int { return cmpU64(a.Lo, b.Lo) }
+	less := func(a, b Range) int { return cmp.Compare(a.Lo, b.Lo) }
 	if slices.IsSortedFunc(rs, less) {
 		return rs
 	}

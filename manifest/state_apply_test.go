@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // snapBytes is a canonical encoding of a state: equal states give equal
@@ -196,12 +198,12 @@ func TestApplyInvalid(t *testing.T) {
 			if err == nil {
 				t.Fatal("Apply accepted an invalid edit")
 			}
-			if got := errors.Is(err, ErrVersion); got != tc.version {
-				t.Fatalf("errors.Is(%v, ErrVersion) = %v, want %v", err, got, tc.version)
+			if got := errors.Is(err, base.ErrVersion); got != tc.version {
+				t.Fatalf("errors.Is(%v, base.ErrVersion) = %v, want %v", err, got, tc.version)
 			}
-			var ce *CorruptionError
+			var ce *base.CorruptionError
 			if !tc.version && !errors.As(err, &ce) {
-				t.Fatalf("error %v (%T) is not a *CorruptionError", err, err)
+				t.Fatalf("error %v (%T) is not a *base.CorruptionError", err, err)
 			}
 			if !bytes.Equal(snapBytes(s), before) {
 				t.Fatal("a rejected edit changed the state")
@@ -216,7 +218,7 @@ func TestApplySecondStage(t *testing.T) {
 	if err := s.Apply(&Edit{Has: HasStageFile, StageFile: 5}); err != nil {
 		t.Fatal(err)
 	}
-	var ce *CorruptionError
+	var ce *base.CorruptionError
 	if err := s.Apply(&Edit{Has: HasStageFile, StageFile: 6}); !errors.As(err, &ce) {
 		t.Fatalf("second stage mark: %v, want corruption", err)
 	}

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
-// PID identifies a page. PID 0 is never allocated (it means "none").
-type PID uint64
+// PID identifies a page (base.PID). PID 0 is never allocated (it means
+// "none").
+type PID = base.PID
 
 const (
 	chunkBits = 12

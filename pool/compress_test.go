@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
@@ -110,8 +111,8 @@ func TestFileCompressed(t *testing.T) {
 						}
 						continue
 					}
-					var ce *pool.CorruptionError
-					if !errors.As(err, &ce) || !errors.Is(err, pool.ErrCorruption) {
+					var ce *base.CorruptionError
+					if !errors.As(err, &ce) || !errors.Is(err, base.ErrCorruption) {
 						t.Fatalf("byte %d: damaged frame gives %v", i, err)
 					}
 				}

@@ -26,7 +26,7 @@
 // footerCRC is the CRC-32C of the footer's other 60 bytes. The magic, the
 // footer CRC and the version keep their places in every format version, so
 // that a reader checks the magic, then the CRC, then the version: a damaged
-// version field reads as corruption, a genuinely newer file as ErrVersion.
+// version field reads as corruption, a genuinely newer file as base.ErrVersion.
 //
 // OpenFile validates the whole layout before it answers a read: the table
 // must exactly fill the space between the frames and the footer, its
@@ -38,11 +38,13 @@
 //
 // # Errors
 //
-// Bytes that fail validation return a *CorruptionError naming the file,
-// the offset and the reason (errors.Is(err, ErrCorruption)); a file too
+// Bytes that fail validation return a *base.CorruptionError (internal/base,
+// the one corruption marker the root re-exports) naming the file, the
+// offset and the reason (errors.Is(err, base.ErrCorruption)); a file too
 // short for its footer, or whose footer magic is wrong (a truncated or
 // foreign file), is corruption too. A footer of a newer format returns an
-// error wrapping ErrVersion; an address the file does not hold, ErrNoFrame.
+// error wrapping base.ErrVersion; an address the file does not hold,
+// ErrNoFrame.
 // I/O errors from vfs are returned wrapped, with context. No input makes
 // this package panic.
 //

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
@@ -65,7 +66,7 @@ func checkAfterFault(t *testing.T, what string, fs vfs.FS, frames []*delta.Frame
 	r, err := pool.OpenFile(f, "/db/f")
 	if err != nil {
 		f.Close()
-		if !errors.Is(err, pool.ErrCorruption) || complete {
+		if !errors.Is(err, base.ErrCorruption) || complete {
 			t.Fatalf("%s: OpenFile: %v", what, err)
 		}
 		return

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
@@ -147,8 +148,8 @@ func TestFileCorruptFrame(t *testing.T) {
 				}
 				continue
 			}
-			var ce *pool.CorruptionError
-			if !errors.As(err, &ce) || !errors.Is(err, pool.ErrCorruption) {
+			var ce *base.CorruptionError
+			if !errors.As(err, &ce) || !errors.Is(err, base.ErrCorruption) {
 				t.Fatalf("byte %d: damaged frame read gives %v, want a *CorruptionError", off, err)
 			}
 			if ce.File != "/f" || ce.Offset < ref.Offset || ce.Offset >= ref.Offset+int64(ref.Len) {
@@ -174,7 +175,7 @@ func TestFileMisplacedFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ReadFrame(20); !errors.Is(err, pool.ErrCorruption) || !strings.Contains(err.Error(), "table says") {
+	if _, err := r.ReadFrame(20); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "table says") {
 		t.Fatalf("misplaced frame: %v", err)
 	}
 	// Now make the table agree with the misplaced frame's CRC: the address
@@ -185,7 +186,7 @@ func TestFileMisplacedFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ReadFrame(20); !errors.Is(err, pool.ErrCorruption) || !strings.Contains(err.Error(), "holds frame 10") {
+	if _, err := r.ReadFrame(20); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "holds frame 10") {
 		t.Fatalf("misaddressed frame: %v", err)
 	}
 	if _, err := r.ReadFrame(10); err != nil {
@@ -209,33 +210,33 @@ func TestOpenFileBad(t *testing.T) {
 		want   error  // ErrCorruption or ErrVersion
 		reason string // substring of the error
 	}{
-		{"empty", func(b []byte) []byte { return nil }, pool.ErrCorruption, "shorter than"},
-		{"truncated below footer", func(b []byte) []byte { return b[:footerSize-1] }, pool.ErrCorruption, "truncated"},
-		{"truncated", func(b []byte) []byte { return b[:len(b)-1] }, pool.ErrCorruption, "magic"},
-		{"truncated to frames", func(b []byte) []byte { return b[:tab] }, pool.ErrCorruption, "magic"},
-		{"extended", func(b []byte) []byte { return append(b, 0) }, pool.ErrCorruption, "magic"},
-		{"bad magic", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, pool.ErrCorruption, "magic"},
-		{"footer bit flip", func(b []byte) []byte { b[ft+ftCount] ^= 1; return b }, pool.ErrCorruption, "footer checksum"},
-		{"version bit flip", func(b []byte) []byte { b[ft+ftVersion] ^= 2; return b }, pool.ErrCorruption, "footer checksum"},
-		{"table bit flip", func(b []byte) []byte { b[tab+3] ^= 1; return b }, pool.ErrCorruption, "table checksum"},
-		{"newer version", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 3)) }, pool.ErrVersion, "newer"},
-		{"version 0", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 0)) }, pool.ErrCorruption, "version 0"},
-		{"footer flags", func(b []byte) []byte { return recrc(put32(b, ft+ftFlags, 1)) }, pool.ErrCorruption, "flags"},
-		{"table offset", func(b []byte) []byte { return recrc(put64(b, ft+ftTableOff, uint64(tab-1))) }, pool.ErrCorruption, "does not end"},
-		{"table length", func(b []byte) []byte { return recrc(put64(b, ft+ftTableLen, 1<<62)) }, pool.ErrCorruption, "does not end"},
-		{"count", func(b []byte) []byte { return recrc(put64(b, ft+ftCount, 4)) }, pool.ErrCorruption, "entry table"},
-		{"min addr", func(b []byte) []byte { return recrc(put64(b, ft+ftMinAddr, 2)) }, pool.ErrCorruption, "footer says"},
-		{"max addr", func(b []byte) []byte { return recrc(put64(b, ft+ftMaxAddr, 1<<40)) }, pool.ErrCorruption, "footer says"},
-		{"inverted range", func(b []byte) []byte { return recrc(put64(b, ft+ftMinAddr, 1<<41)) }, pool.ErrCorruption, "range"},
-		{"entry addr 0", func(b []byte) []byte { return recrc(put64(b, tab, 0)) }, pool.ErrCorruption, "address 0"},
-		{"entry page 0", func(b []byte) []byte { return recrc(put64(b, tab+entrySize+24, 0)) }, pool.ErrCorruption, "page 0"},
-		{"entry addr order", func(b []byte) []byte { return recrc(put64(b, tab+entrySize, 1)) }, pool.ErrCorruption, "ascend"},
-		{"entry offset", func(b []byte) []byte { return recrc(put64(b, tab+entrySize+8, 1)) }, pool.ErrCorruption, "previous one ends"},
-		{"entry short", func(b []byte) []byte { return recrc(put32(b, tab+16, 10)) }, pool.ErrCorruption, "shorter than a frame header"},
-		{"entry overrun", func(b []byte) []byte { return recrc(put32(b, tab+4*entrySize+16, 1<<30)) }, pool.ErrCorruption, "overruns"},
+		{"empty", func(b []byte) []byte { return nil }, base.ErrCorruption, "shorter than"},
+		{"truncated below footer", func(b []byte) []byte { return b[:footerSize-1] }, base.ErrCorruption, "truncated"},
+		{"truncated", func(b []byte) []byte { return b[:len(b)-1] }, base.ErrCorruption, "magic"},
+		{"truncated to frames", func(b []byte) []byte { return b[:tab] }, base.ErrCorruption, "magic"},
+		{"extended", func(b []byte) []byte { return append(b, 0) }, base.ErrCorruption, "magic"},
+		{"bad magic", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, base.ErrCorruption, "magic"},
+		{"footer bit flip", func(b []byte) []byte { b[ft+ftCount] ^= 1; return b }, base.ErrCorruption, "footer checksum"},
+		{"version bit flip", func(b []byte) []byte { b[ft+ftVersion] ^= 2; return b }, base.ErrCorruption, "footer checksum"},
+		{"table bit flip", func(b []byte) []byte { b[tab+3] ^= 1; return b }, base.ErrCorruption, "table checksum"},
+		{"newer version", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 3)) }, base.ErrVersion, "newer"},
+		{"version 0", func(b []byte) []byte { return recrc(put32(b, ft+ftVersion, 0)) }, base.ErrCorruption, "version 0"},
+		{"footer flags", func(b []byte) []byte { return recrc(put32(b, ft+ftFlags, 1)) }, base.ErrCorruption, "flags"},
+		{"table offset", func(b []byte) []byte { return recrc(put64(b, ft+ftTableOff, uint64(tab-1))) }, base.ErrCorruption, "does not end"},
+		{"table length", func(b []byte) []byte { return recrc(put64(b, ft+ftTableLen, 1<<62)) }, base.ErrCorruption, "does not end"},
+		{"count", func(b []byte) []byte { return recrc(put64(b, ft+ftCount, 4)) }, base.ErrCorruption, "entry table"},
+		{"min addr", func(b []byte) []byte { return recrc(put64(b, ft+ftMinAddr, 2)) }, base.ErrCorruption, "footer says"},
+		{"max addr", func(b []byte) []byte { return recrc(put64(b, ft+ftMaxAddr, 1<<40)) }, base.ErrCorruption, "footer says"},
+		{"inverted range", func(b []byte) []byte { return recrc(put64(b, ft+ftMinAddr, 1<<41)) }, base.ErrCorruption, "range"},
+		{"entry addr 0", func(b []byte) []byte { return recrc(put64(b, tab, 0)) }, base.ErrCorruption, "address 0"},
+		{"entry page 0", func(b []byte) []byte { return recrc(put64(b, tab+entrySize+24, 0)) }, base.ErrCorruption, "page 0"},
+		{"entry addr order", func(b []byte) []byte { return recrc(put64(b, tab+entrySize, 1)) }, base.ErrCorruption, "ascend"},
+		{"entry offset", func(b []byte) []byte { return recrc(put64(b, tab+entrySize+8, 1)) }, base.ErrCorruption, "previous one ends"},
+		{"entry short", func(b []byte) []byte { return recrc(put32(b, tab+16, 10)) }, base.ErrCorruption, "shorter than a frame header"},
+		{"entry overrun", func(b []byte) []byte { return recrc(put32(b, tab+4*entrySize+16, 1<<30)) }, base.ErrCorruption, "overruns"},
 		{"gap before table", func(b []byte) []byte {
 			return recrc(put32(b, tab+4*entrySize+16, uint32(frames[4].Size()-1)))
-		}, pool.ErrCorruption, "between the last frame"},
+		}, base.ErrCorruption, "between the last frame"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,11 +248,11 @@ func TestOpenFileBad(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.reason) {
 				t.Fatalf("err = %v, want %v mentioning %q", err, tc.want, tc.reason)
 			}
-			var ce *pool.CorruptionError
-			if tc.want == pool.ErrCorruption && (!errors.As(err, &ce) || ce.File != "/f") {
+			var ce *base.CorruptionError
+			if tc.want == base.ErrCorruption && (!errors.As(err, &ce) || ce.File != "/f") {
 				t.Fatalf("err = %#v, want a *CorruptionError naming the file", err)
 			}
-			if tc.want == pool.ErrVersion && errors.Is(err, pool.ErrCorruption) {
+			if tc.want == base.ErrVersion && errors.Is(err, base.ErrCorruption) {
 				t.Fatalf("newer version reported as corruption: %v", err)
 			}
 		})
@@ -356,10 +357,10 @@ func TestFileTablePIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ReadFrame(frames[2].Addr); !errors.Is(err, pool.ErrCorruption) || !strings.Contains(err.Error(), "the table says page") {
+	if _, err := r.ReadFrame(frames[2].Addr); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "the table says page") {
 		t.Fatalf("ReadFrame with a wrong table page: %v", err)
 	}
-	if _, _, err := r.ReadRaw(nil, frames[2].Addr); !errors.Is(err, pool.ErrCorruption) {
+	if _, _, err := r.ReadRaw(nil, frames[2].Addr); !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("ReadRaw with a wrong table page: %v", err)
 	}
 	if _, err := r.ReadFrame(frames[1].Addr); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
@@ -24,7 +25,7 @@ func FuzzOpenFile(f *testing.F) {
 		check := func(img []byte) {
 			r, err := pool.OpenFile(bytesFile{img}, "fuzz")
 			if err != nil {
-				if !errors.Is(err, pool.ErrCorruption) && !errors.Is(err, pool.ErrVersion) {
+				if !errors.Is(err, base.ErrCorruption) && !errors.Is(err, base.ErrVersion) {
 					t.Fatalf("OpenFile error %v is neither corruption nor version", err)
 				}
 				return
@@ -45,7 +46,7 @@ func FuzzOpenFile(f *testing.F) {
 				switch {
 				case err == nil && fr.Addr != a:
 					t.Fatalf("ReadFrame(%d) returned frame %d", a, fr.Addr)
-				case err != nil && !errors.Is(err, pool.ErrCorruption):
+				case err != nil && !errors.Is(err, base.ErrCorruption):
 					t.Fatalf("ReadFrame(%d): %v", a, err)
 				}
 			}

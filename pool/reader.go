@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -42,16 +44,15 @@ type File struct {
 // is used in errors only. On success the File owns f and Close closes it;
 // on error f is left open for the caller.
 //
-// Damaged bytes return a *CorruptionError; a newer format version an error
-// wrapping ErrVersion.
+// Damaged bytes return a *base.CorruptionError; a newer format version an
+// error wrapping base.ErrVersion.
 func OpenFile(f vfs.File, name string) (*File, error) {
 	size, err := f.Size()
 	if err != nil {
 		return nil, fmt.Errorf("pool: open %s: size: %w", name, err)
 	}
 	if size < footerSize {
-		return nil, &CorruptionError{File: name, Offset: 0,
-			Reason: fmt.Sprintf("file of %d bytes is shorter than the %d-byte footer: truncated", size, footerSize)}
+		return nil, base.CorruptionErrorf(name, 0, "file of %d bytes is shorter than the %d-byte footer: truncated", size, footerSize)
 	}
 	var fb [footerSize]byte
 	if err := readFull(f, fb[:], size-footerSize); err != nil {
@@ -86,10 +87,10 @@ func OpenFile(f vfs.File, name string) (*File, error) {
 	}, nil
 }
 
-// withFile names the file in a decode error: a *CorruptionError gets its
+// withFile names the file in a decode error: a *base.CorruptionError gets its
 // File, anything else is wrapped with the operation.
 func withFile(name, op string, err error) error {
-	var ce *CorruptionError
+	var ce *base.CorruptionError
 	if errors.As(err, &ce) {
 		ce.File = name
 		return ce
@@ -159,20 +160,12 @@ func (r *File) Lookup(addr uint64) (FrameRef, bool) {
 }
 
 func (r *File) find(addr uint64) (int, bool) {
-	return slices.BinarySearchFunc(r.entries, addr, func(e entry, a uint64) int {
-		switch {
-		case e.addr < a:
-			return -1
-		case e.addr > a:
-			return 1
-		}
-		return 0
-	})
+	return slices.BinarySearchFunc(r.entries, addr, func(e entry, a uint64) int { return cmp.Compare(e.addr, a) })
 }
 
 // ReadFrame reads, verifies and decodes the frame at addr. The frame's CRC
 // must match both its bytes and the table, and its header must carry addr;
-// otherwise the error is a *CorruptionError for this frame only, and other
+// otherwise the error is a *base.CorruptionError for this frame only, and other
 // frames stay readable. An address the file does not hold returns an error
 // wrapping ErrNoFrame. The returned frame belongs to the caller and aliases
 // no buffer. Safe for concurrent use.
@@ -199,7 +192,7 @@ func (r *File) ReadFrame(addr uint64) (*delta.Frame, error) {
 	}
 	fr, err := delta.DecodeFrame(buf)
 	if err != nil {
-		var de *delta.CorruptionError
+		var de *base.CorruptionError
 		if errors.As(err, &de) {
 			return nil, r.corrupt(e.off+de.Offset, "frame %d: %s", addr, de.Reason)
 		}
@@ -249,7 +242,7 @@ func (r *File) ReadRaw(dst []byte, addr uint64) ([]byte, delta.FrameHeader, erro
 	h, err := delta.VerifyFrame(buf)
 	switch {
 	case err != nil:
-		var de *delta.CorruptionError
+		var de *base.CorruptionError
 		if errors.As(err, &de) {
 			return dst[:start], h, r.corrupt(e.off+de.Offset, "frame %d: %s", addr, de.Reason)
 		}
@@ -264,8 +257,8 @@ func (r *File) ReadRaw(dst []byte, addr uint64) ([]byte, delta.FrameHeader, erro
 	return dst, h, nil
 }
 
-func (r *File) corrupt(off int64, format string, args ...any) *CorruptionError {
-	return &CorruptionError{File: r.name, Offset: off, Reason: fmt.Sprintf(format, args...)}
+func (r *File) corrupt(off int64, format string, args ...any) error {
+	return base.CorruptionErrorf(r.name, off, format, args...)
 }
 
 // Close closes the underlying vfs.File. It must not race with other

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/wal"
 )
 
@@ -49,7 +50,7 @@ type Result struct {
 	TornBytes       int64
 	// Damage is the log damage a TruncateDamaged recovery cut the log at
 	// (nil: none); DroppedBytes the log bytes it gave up.
-	Damage       *wal.CorruptionError
+	Damage       *base.CorruptionError
 	DroppedBytes int64
 	// MaxTxID is the highest txid the log names (the oracle restarts above).
 	MaxTxID  uint64
@@ -80,40 +81,7 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	open := map[wal.TxID]*txn{}
 	ropts := wal.ReplayOptions{From: o.From, Frontier: o.Frontier, Synced: o.Synced, TruncateDamaged: o.TruncateDamaged}
 	rr, err := wal.ReplayWith(o.WAL.FS, o.WAL.Dir, ropts, func(lsn wal.LSN, r *wal.Record) error {
-		res.RecordsReplayed++
-		if uint64(r.TxID) > res.MaxTxID {
-			res.MaxTxID = uint64(r.TxID)
-		}
-		t := open[r.TxID]
-		if t == nil {
-			t = &txn{records: map[wal.LSN]*rec{}}
-			open[r.TxID] = t
-		}
-		t.last = lsn
-		if r.Seq > t.maxSeq {
-			t.maxSeq = r.Seq
-		}
-		switch r.Type {
-		case wal.Commit, wal.End:
-			delete(open, r.TxID)
-			return nil
-		case wal.Begin:
-			t.records[lsn] = &rec{typ: wal.Begin}
-			return nil
-		}
-		x := &rec{typ: r.Type, prev: r.PrevLSN, undoNext: r.UndoNext}
-		if r.Type != wal.CLR {
-			x.key = slices.Clone(r.Key)
-			x.old, x.hasOld = slices.Clone(r.OldValue), r.HasOld
-		}
-		t.records[lsn] = x
-		if lsn < o.Frontier {
-			return nil
-		}
-		if err := failpoints.Hit(failpoints.RecoveryRedo); err != nil {
-			return fmt.Errorf("recovery: redo at %d: %w", lsn, err)
-		}
-		return ap.Redo(lsn, r)
+		return analyzeRedo(o, ap, &res, open, lsn, r)
 	})
 	res.TornBytes = rr.TornBytes
 	res.End = rr.End
@@ -123,19 +91,87 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	}
 	var w *wal.Writer
 	if !o.ReadOnly {
-		// The first mutations: drop what a TruncateDamaged replay gave
-		// up, then (in Open) the torn tail. A read-only recovery leaves
-		// the files as they are and just stops at End.
-		if rr.Damage != nil {
-			if err := wal.DiscardAfter(o.WAL.FS, o.WAL.Dir, rr.End); err != nil {
-				return nil, res, fmt.Errorf("recovery: drop the damaged log after %d: %w", rr.End, err)
-			}
-		}
-		w, err = wal.Open(o.WAL, rr.End)
-		if err != nil {
-			return nil, res, fmt.Errorf("recovery: open log at %d: %w", rr.End, err)
+		if w, err = openLog(o, rr); err != nil {
+			return nil, res, err
 		}
 	}
+	if err := undoLosers(o, w, ap, open, &res); err != nil {
+		if w != nil {
+			w.Close()
+		}
+		return nil, res, err
+	}
+	if err := failpoints.Hit(failpoints.RecoveryEnd); err != nil {
+		if w != nil {
+			w.Close()
+		}
+		return nil, res, fmt.Errorf("recovery: end: %w", err)
+	}
+	res.Duration = time.Since(start)
+	return w, res, nil
+}
+
+// analyzeRedo is the replay's step for one record: analysis (the open
+// transactions and what undo needs of their records, in open) and redo of
+// the records at or above the frontier.
+func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn wal.LSN, r *wal.Record) error {
+	res.RecordsReplayed++
+	if uint64(r.TxID) > res.MaxTxID {
+		res.MaxTxID = uint64(r.TxID)
+	}
+	t := open[r.TxID]
+	if t == nil {
+		t = &txn{records: map[wal.LSN]*rec{}}
+		open[r.TxID] = t
+	}
+	t.last = lsn
+	if r.Seq > t.maxSeq {
+		t.maxSeq = r.Seq
+	}
+	switch r.Type {
+	case wal.Commit, wal.End:
+		delete(open, r.TxID)
+		return nil
+	case wal.Begin:
+		t.records[lsn] = &rec{typ: wal.Begin}
+		return nil
+	}
+	x := &rec{typ: r.Type, prev: r.PrevLSN, undoNext: r.UndoNext}
+	if r.Type != wal.CLR {
+		x.key = slices.Clone(r.Key)
+		x.old, x.hasOld = slices.Clone(r.OldValue), r.HasOld
+	}
+	t.records[lsn] = x
+	if lsn < o.Frontier {
+		return nil
+	}
+	if err := failpoints.Hit(failpoints.RecoveryRedo); err != nil {
+		return fmt.Errorf("recovery: redo at %d: %w", lsn, err)
+	}
+	return ap.Redo(lsn, r)
+}
+
+// openLog makes the first mutations: it drops what a TruncateDamaged
+// replay gave up, then (in wal.Open) the torn tail, and returns the writer
+// continuing the log at rr.End. A read-only recovery does not call it: it
+// leaves the files as they are and just stops at End.
+func openLog(o Options, rr wal.ReplayResult) (*wal.Writer, error) {
+	if rr.Damage != nil {
+		if err := wal.DiscardAfter(o.WAL.FS, o.WAL.Dir, rr.End); err != nil {
+			return nil, fmt.Errorf("recovery: drop the damaged log after %d: %w", rr.End, err)
+		}
+	}
+	w, err := wal.Open(o.WAL, rr.End)
+	if err != nil {
+		return nil, fmt.Errorf("recovery: open log at %d: %w", rr.End, err)
+	}
+	return w, nil
+}
+
+// undoLosers undoes the transactions left open, newest first, and syncs
+// their compensations (w is nil in a read-only recovery). The caller
+// closes w on error.
+func undoLosers(o Options, w *wal.Writer, ap Applier, open map[wal.TxID]*txn, res *Result) error {
 	ids := make([]wal.TxID, 0, len(open))
 	for id := range open {
 		ids = append(ids, id)
@@ -148,27 +184,16 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 		n, err := undo(o, w, ap, ids[i], open[ids[i]])
 		res.CLRsWritten += n
 		if err != nil {
-			if w != nil {
-				w.Close()
-			}
-			return nil, res, err
+			return err
 		}
 		res.LosersUndone++
 	}
 	if len(ids) > 0 && w != nil {
 		if err := w.Sync(w.Head()); err != nil {
-			w.Close()
-			return nil, res, fmt.Errorf("recovery: sync undo records: %w", err)
+			return fmt.Errorf("recovery: sync undo records: %w", err)
 		}
 	}
-	if err := failpoints.Hit(failpoints.RecoveryEnd); err != nil {
-		if w != nil {
-			w.Close()
-		}
-		return nil, res, fmt.Errorf("recovery: end: %w", err)
-	}
-	res.Duration = time.Since(start)
-	return w, res, nil
+	return nil
 }
 
 // undo compensates one loser's uncompensated writes, newest first, then

@@ -2,7 +2,6 @@ package wal_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -149,17 +148,5 @@ func TestTypeString(t *testing.T) {
 		if got := typ.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", uint8(typ), got, want)
 		}
-	}
-}
-
-func TestCorruptionErrorMessage(t *testing.T) {
-	err := error(&wal.CorruptionError{File: "wal/0000000000000000.log", Offset: 42, Reason: "checksum mismatch"})
-	const want = "wal: corruption in wal/0000000000000000.log at offset 42: checksum mismatch"
-	if err.Error() != want {
-		t.Fatalf("Error() = %q, want %q", err.Error(), want)
-	}
-	var c *wal.CorruptionError
-	if !errors.As(fmt.Errorf("open: %w", err), &c) || c.Offset != 42 {
-		t.Fatalf("errors.As through wrapping failed")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 	"github.com/bwkv/bwkv/wal"
 )
@@ -109,7 +110,7 @@ func TestDamageIsNotATornTail(t *testing.T) {
 		off := int64(rec.lsn) + k
 		flipBit(t, o.FS, path, off)
 		_, _, err := replayOpts(t, o, h, wal.ReplayOptions{})
-		var c *wal.CorruptionError
+		var c *base.CorruptionError
 		if !errors.As(err, &c) || c.File != path || c.Offset != int64(rec.lsn) || !strings.Contains(c.Reason, "valid record follows") {
 			t.Fatalf("flip at %d (byte %d of the record at %d): Replay = %v, want damage at %s offset %d", off, k, rec.lsn, err, path, rec.lsn)
 		}
@@ -140,7 +141,7 @@ func TestZeroedBlockIsDamage(t *testing.T) {
 		_, err := f.WriteAt(make([]byte, 4096), at)
 		return err
 	})
-	var c *wal.CorruptionError
+	var c *base.CorruptionError
 	if _, _, err := replayOpts(t, o, h, wal.ReplayOptions{}); !errors.As(err, &c) || c.Offset != at {
 		t.Fatalf("Replay = %v, want damage at offset %d", err, at)
 	}
@@ -193,7 +194,7 @@ func TestSyncedBound(t *testing.T) {
 	if err := o.FS.Remove(last); err != nil {
 		t.Fatal(err)
 	}
-	var c *wal.CorruptionError
+	var c *base.CorruptionError
 	if _, _, err := replayOpts(t, o, h, wal.ReplayOptions{Synced: head}); !errors.As(err, &c) || !strings.Contains(c.Reason, "missing") {
 		t.Fatalf("newest segment missing: Replay = %v, want a CorruptionError", err)
 	}

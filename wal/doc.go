@@ -135,8 +135,9 @@
 // the next redo would skip records logged below the frontier): that stays
 // corruption.
 //
-// Corruption is reported as *CorruptionError naming the file, the offset
-// and the reason; the root package maps it to its public error. The log is
+// Corruption is reported as a *base.CorruptionError (internal/base, the
+// one corruption marker the root re-exports) naming the file, the offset
+// and the reason. The log is
 // never silently cut short before an acknowledged commit the reader can
 // see or the manifest vouches for.
 package wal

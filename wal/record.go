@@ -1,15 +1,20 @@
 package wal
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/bwkv/bwkv/internal/base"
+)
 
 // LSN is a log sequence number: the offset of a record's first byte in the
 // global log stream. The stream is contiguous across segments (a segment is
 // named by the LSN of its first byte and the next one starts where it ends),
-// so LSNs order records and measure log bytes.
-type LSN uint64
+// so LSNs order records and measure log bytes. It is base.LSN, shared with
+// the manifest and the root.
+type LSN = base.LSN
 
-// TxID identifies the transaction that wrote a record.
-type TxID uint64
+// TxID identifies the transaction that wrote a record (base.TxID).
+type TxID = base.TxID
 
 // Type is the kind of a log record.
 type Type uint8

@@ -6,22 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 )
-
-// CorruptionError reports log bytes that the reader rules (see the package
-// documentation) do not allow to be a torn tail. The root package
-// translates it into its public corruption error.
-type CorruptionError struct {
-	File   string // path of the segment (or the log directory)
-	Offset int64  // byte offset in File
-	Reason string
-}
-
-// Error implements error.
-func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("wal: corruption in %s at offset %d: %s", e.File, e.Offset, e.Reason)
-}
 
 // ReplayResult describes the log a Replay read.
 type ReplayResult struct {
@@ -47,7 +34,7 @@ type ReplayResult struct {
 	// log bytes past End it gives up: the rest of the damaged segment,
 	// every later segment, and durable bytes already missing (a log that
 	// ends below the synced LSN).
-	Damage       *CorruptionError
+	Damage       *base.CorruptionError
 	DroppedBytes int64
 }
 
@@ -83,7 +70,7 @@ func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Recor
 //
 // The rules (package doc, Reader rules): segments wholly below From are
 // ignored, with no gap check. From From on, a missing segment (a segment
-// not starting where its predecessor ends) is a *CorruptionError. A run
+// not starting where its predecessor ends) is a *base.CorruptionError. A run
 // of zero bytes to the end of a segment ends it cleanly. In the last
 // segment the first bad record (short, bad length, checksum mismatch) at
 // or beyond the durable bound, max(Frontier, Synced), ends the log as a
@@ -92,7 +79,7 @@ func Replay(fs vfs.FS, dir string, from, frontier LSN, fn func(lsn LSN, r *Recor
 // damage. Damage, a bad record below the durable bound or in an older
 // segment, a record whose checksum is valid but whose contents do not
 // parse, and a log that ends below the durable bound are
-// *CorruptionError, unless o.TruncateDamaged (then ReplayResult.Damage).
+// *base.CorruptionError, unless o.TruncateDamaged (then ReplayResult.Damage).
 //
 // The *Record passed to fn and the slices in it are valid only until fn
 // returns; fn must copy what it keeps. An error from fn stops the replay
@@ -111,7 +98,7 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 	r := replayer{fs: fs, dir: dir, frontier: frontier, synced: o.Synced, fn: fn, res: &res}
 	// damaged either fails the replay with c or, when the caller asked
 	// for it, keeps the valid prefix (End) and drops every byte after it.
-	damaged := func(c *CorruptionError) (ReplayResult, error) {
+	damaged := func(c *base.CorruptionError) (ReplayResult, error) {
 		if !o.TruncateDamaged {
 			return res, c
 		}
@@ -146,7 +133,7 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 	case first >= 0:
 		res.Obsolete = first
 	case len(segs) > 0:
-		return damaged(&CorruptionError{File: segmentPath(dir, segs[0]),
+		return damaged(&base.CorruptionError{File: segmentPath(dir, segs[0]),
 			Reason: fmt.Sprintf("missing log from %d: the first segment starts at %d", from, segs[0])})
 	}
 	if first >= 0 {
@@ -157,7 +144,7 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 				start = segs[i]
 			}
 			if err := r.segment(segs[i], start, last); err != nil {
-				var c *CorruptionError
+				var c *base.CorruptionError
 				if errors.As(err, &c) {
 					return damaged(c)
 				}
@@ -168,12 +155,12 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 				if segs[i+1] < res.End {
 					reason = fmt.Sprintf("segment ends at %d, after the next one starts at %d", res.End, segs[i+1])
 				}
-				return damaged(&CorruptionError{File: segmentPath(dir, segs[i]), Offset: int64(res.End - segs[i]), Reason: reason})
+				return damaged(&base.CorruptionError{File: segmentPath(dir, segs[i]), Offset: int64(res.End - segs[i]), Reason: reason})
 			}
 		}
 	}
 	if res.End < durable {
-		c := &CorruptionError{File: dir, Reason: fmt.Sprintf("log ends at %d, below the frontier %d or the LSN %d the last checkpoint synced: durable log bytes are missing",
+		c := &base.CorruptionError{File: dir, Reason: fmt.Sprintf("log ends at %d, below the frontier %d or the LSN %d the last checkpoint synced: durable log bytes are missing",
 			res.End, frontier, o.Synced)}
 		if len(segs) > 0 && segs[len(segs)-1] <= res.End {
 			lastSeg := segs[len(segs)-1]
@@ -250,7 +237,7 @@ func (r *replayer) segment(seg, start LSN, last bool) error {
 			}
 			r.res.End = seg + LSN(off) // the valid prefix, if the caller keeps it
 			if !torn(err) {
-				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("checksummed record does not parse: %v", err)}
+				return base.CorruptionErrorf(path, off, "checksummed record does not parse: %v", err)
 			}
 			// Zeroes to the end of the segment are a clean end (a
 			// preallocated segment); whether the log may end there is
@@ -267,16 +254,16 @@ func (r *replayer) segment(seg, start LSN, last bool) error {
 			}
 			switch {
 			case !last:
-				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v in a segment that is not the last", err)}
+				return base.CorruptionErrorf(path, off, "%v in a segment that is not the last", err)
 			case seg+LSN(off) < max(r.frontier, r.synced):
-				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v below the frontier %d or the LSN %d the last checkpoint synced", err, r.frontier, r.synced)}
+				return base.CorruptionErrorf(path, off, "%v below the frontier %d or the LSN %d the last checkpoint synced", err, r.frontier, r.synced)
 			}
 			next, found, serr := w.resync(off, seg)
 			if serr != nil {
 				return serr
 			}
 			if found {
-				return &CorruptionError{File: path, Offset: off, Reason: fmt.Sprintf("%v, but a valid record follows at offset %d: damage, not a torn tail", err, next)}
+				return base.CorruptionErrorf(path, off, "%v, but a valid record follows at offset %d: damage, not a torn tail", err, next)
 			}
 			// A torn tail: the first bad record at or beyond the durable
 			// bound in the last segment, with nothing valid after it.

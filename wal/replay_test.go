@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/vfs"
 	"github.com/bwkv/bwkv/wal"
 )
@@ -129,7 +130,7 @@ func TestTornTail(t *testing.T) {
 			// A frontier past the damage makes the same bytes corruption.
 			if tc.lost > 0 {
 				_, _, err := replayReadOnly(t, o, h, 0, head)
-				var c *wal.CorruptionError
+				var c *base.CorruptionError
 				if !errors.As(err, &c) || c.File != path || c.Offset != int64(last.lsn-segStart(t, path)) {
 					t.Fatalf("frontier past a torn record: %v", err)
 				}
@@ -223,7 +224,7 @@ func TestCorruption(t *testing.T) {
 			}
 			from, frontier, file, off := tc.damage(t, o.FS, files, recs, head)
 			_, _, err := replayReadOnly(t, o, h, from, frontier)
-			var c *wal.CorruptionError
+			var c *base.CorruptionError
 			if !errors.As(err, &c) {
 				t.Fatalf("Replay = %v, want a CorruptionError", err)
 			}
@@ -265,7 +266,7 @@ func TestReplayEmpty(t *testing.T) {
 	if err != nil || res.End != 0 || len(res.Segments) != 0 {
 		t.Fatalf("missing directory: %+v, %v", res, err)
 	}
-	var c *wal.CorruptionError
+	var c *base.CorruptionError
 	if _, err := wal.Replay(fs, dir, 0, 10, nil); !errors.As(err, &c) {
 		t.Fatalf("empty log below frontier: %v", err)
 	}

@@ -1,0 +1,78 @@
+package bwkv
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/bwkv/bwkv/internal/invariants"
+)
+
+// testHooks are the test knobs of one DB. They live on the DB, not in
+// package variables, so two DBs of one process (or parallel tests) never
+// see each other's. Tests set them through export_test.go: the ones read
+// while the DB opens through Options.testHooks, the ones a test changes
+// on a live DB (cut, rollback) through setters, as atomics because the
+// background goroutines read them. A zero testHooks changes nothing.
+type testHooks struct {
+	// recovery, when set, runs before each undo step of recovery.
+	recovery func()
+	// manifestRotateBytes, when positive, is the manifest size past
+	// which the DB rotates it, so crash tests reach rotation.
+	manifestRotateBytes int64
+	// gcVerify makes every GC rewrite cross-check the GC's bookkeeping
+	// against the disk (gc.Env.Verify). Invariants and race builds (the
+	// test suite, prod_test.sh) verify whatever it says: verifyGC.
+	gcVerify bool
+	// settleInterval and settleIdle, when positive, replace the idle
+	// settling's period and idle time (settle.go), so tests settle in
+	// milliseconds.
+	settleInterval, settleIdle time.Duration
+
+	// cut, when set, runs between a cut and its publish.
+	cut atomic.Pointer[func()]
+	// rollback, when set, runs after each compensation of a rollback with
+	// the number installed so far.
+	rollback atomic.Pointer[func(n int)]
+}
+
+// init copies the knobs an Options carries (nil: none) into h.
+func (h *testHooks) init(from *testHooks) {
+	if from == nil {
+		return
+	}
+	h.recovery = from.recovery
+	h.manifestRotateBytes = from.manifestRotateBytes
+	h.gcVerify = from.gcVerify
+	h.settleInterval, h.settleIdle = from.settleInterval, from.settleIdle
+	h.cut.Store(from.cut.Load())
+	h.rollback.Store(from.rollback.Load())
+}
+
+// verifyGC reports whether GC rewrites cross-check their bookkeeping.
+func (h *testHooks) verifyGC() bool { return h.gcVerify || invariants.Enabled }
+
+// runCut runs the cut hook, if any.
+func (h *testHooks) runCut() {
+	if f := h.cut.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// runRollback runs the rollback hook, if any.
+func (h *testHooks) runRollback(n int) {
+	if f := h.rollback.Load(); f != nil {
+		(*f)(n)
+	}
+}
+
+// settleTimes returns the idle settling's period and idle time.
+func (h *testHooks) settleTimes() (interval, idle time.Duration) {
+	interval, idle = settleInterval, settleIdle
+	if h.settleInterval > 0 {
+		interval = h.settleInterval
+	}
+	if h.settleIdle > 0 {
+		idle = h.settleIdle
+	}
+	return interval, idle
+}
