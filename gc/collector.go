@@ -249,8 +249,9 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 	type known struct {
 		chain Chain
 		ok    bool
+		blobs map[uint64]bool // the chain's blobs, once a blob asks
 	}
-	chains := map[uint64]known{}
+	chains := map[uint64]*known{}
 	measured := map[manifest.FileID]int64{}
 	var buf []byte
 	for _, f := range all {
@@ -262,8 +263,9 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 		if err != nil {
 			return nil, 0, &victimError{file: f.file, err: err}
 		}
+		blob := fr.Kind == delta.KindBlob
 		head, ok := st.Page(fr.PID)
-		if !ok || head < f.addr {
+		if !ok || (!blob && head < f.addr) {
 			continue // page removed, or the frame is newer than its head: never reached
 		}
 		k, seen := chains[fr.PID]
@@ -274,10 +276,23 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 				}
 			}
 			ch, err := c.env.Ledger.Chain(fr.PID, head)
-			k = known{ch, err == nil}
+			k = &known{chain: ch, ok: err == nil}
 			chains[fr.PID] = k
 		}
-		if !k.ok || k.chain.Contains(f.addr) {
+		var reached bool
+		if blob {
+			// A blob is live iff its page's chain references it.
+			if k.blobs == nil {
+				k.blobs = blobSet(k.chain)
+				if k.blobs == nil {
+					k.blobs = map[uint64]bool{}
+				}
+			}
+			reached = k.blobs[f.addr]
+		} else {
+			reached = k.chain.Contains(f.addr)
+		}
+		if !k.ok || reached {
 			live = append(live, f)
 			liveBytes += int64(fr.Len)
 			measured[f.file] += int64(fr.Len)
