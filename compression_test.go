@@ -156,4 +156,3 @@ func TestCompressionOptionsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-

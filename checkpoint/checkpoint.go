@@ -66,10 +66,10 @@ type Result struct {
 	// encoded bytes, included in Bytes); BlobsReused the references to
 	// blobs already durable that the written frames carry instead.
 	Blobs, BlobBytes, BlobsReused int64
-	File          manifest.FileID // 0: no data file (nothing to write)
-	Frontier      uint64
-	AnalysisStart uint64
-	Duration      time.Duration
+	File                          manifest.FileID // 0: no data file (nothing to write)
+	Frontier                      uint64
+	AnalysisStart                 uint64
+	Duration                      time.Duration
 }
 
 // DataFileName returns the name of data file id inside the DB directory.
@@ -116,7 +116,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	var frames []*delta.Frame
 	var pages []pageFrames
 	var removed []uint64
-	var changes []gc.Change // for the Ledger
+	var changes []gc.Change      // for the Ledger
 	var written [][]*delta.Frame // per change: the frames written (unsorted)
 	bl := newBlobs(e)
 	for _, pid := range g.Dirty() {
