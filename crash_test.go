@@ -57,8 +57,26 @@ func parseVal(v []byte) (id int64, ver int) {
 		return -1, -1
 	}
 	id, _ = strconv.ParseInt(s[:i], 10, 64)
-	ver, _ = strconv.Atoi(s[i+1:])
+	rest := s[i+1:]
+	if j := strings.IndexByte(rest, ':'); j >= 0 {
+		rest = rest[:j] // padding (crashVal)
+	}
+	ver, _ = strconv.Atoi(rest)
 	return id, ver
+}
+
+// crashVal is the value crashWrites writes: "id:ver", and with a small
+// BlobThreshold (the tiny-checkpoint children) every other one padded
+// past it, so blob frames are written, reused and collected too.
+func crashVal(db *bwkv.DB, id int64, ver int) []byte {
+	v := fmt.Appendf(nil, "%d:%d", id, ver)
+	if bt := db.Options().BlobThreshold; bt > 0 && bt <= 256 && id%2 == 0 {
+		v = append(v, ':')
+		for len(v) < bt+int(id%64) {
+			v = append(v, byte('a'+id%26))
+		}
+	}
+	return v
 }
 
 // TestCrashChild is the child side; it does nothing in a normal run.
@@ -112,6 +130,9 @@ func crashWorkload(dir, mode string, out *crashOut) {
 		// crashes land between a stub's chain and its durable head.
 		o.CheckpointBytes = 16 << 10
 		o.CacheBytes = 1
+		// Blob files on, at a threshold every other value passes
+		// (crashVal): the failpoint matrix runs this workload.
+		o.BlobThreshold = 64
 		// A small manifest too: crashes land in its rotation.
 		bwkv.SetTestManifestRotateBytes(8 << 10)
 	}
@@ -164,7 +185,7 @@ func crashWrites(db *bwkv.DB, out *crashOut, rng *rand.Rand, next *atomic.Int64,
 				ok = false
 				break
 			}
-			if err := tx.Put(k, fmt.Appendf(nil, "%d:%d", id, ver+1)); err != nil {
+			if err := tx.Put(k, crashVal(db, id, ver+1)); err != nil {
 				ok = false
 				break
 			}
