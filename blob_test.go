@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/pool"
+	"github.com/bwkv/bwkv/vfs"
 )
 
 // blobOpts are options with blob files at a small threshold, small pages
@@ -296,4 +299,38 @@ func TestBlobCorruption(t *testing.T) {
 	if v, err := db.Get([]byte("other00")); err != nil || string(v) != "small" {
 		t.Fatalf("an undamaged key: %q, %v", v, err)
 	}
+}
+
+// blobFrames counts the blob frames in dir's data files.
+func blobFrames(t *testing.T, fs vfs.FS, dir string) int {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".data") {
+			continue
+		}
+		f, err := fs.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := pool.OpenFile(f, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range pf.Addrs() {
+			_, h, err := pf.ReadRaw(nil, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Kind == delta.KindBlob {
+				n++
+			}
+		}
+		pf.Close()
+	}
+	return n
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/vfs"
 )
 
 // Crash tests with a real process (docs/crash-safety.md, layer 4 and invariants
@@ -454,6 +455,9 @@ func TestCrashKill9(t *testing.T) {
 				datas, _ := filepath.Glob(filepath.Join(dir, "*.data"))
 				if len(datas) == 0 {
 					t.Fatal("tiny-checkpoint children wrote no data file")
+				}
+				if blobFrames(t, vfs.Default(), dir) == 0 {
+					t.Fatal("tiny-checkpoint children left no blob frame")
 				}
 			}
 			t.Logf("%d rounds, %d acknowledged commits, %d protected", n, commits, len(m.acked))

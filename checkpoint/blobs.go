@@ -72,6 +72,9 @@ func (b *blobs) page(pid uint64, frames []*delta.Frame) {
 					break
 				}
 			}
+			if ref.Addr == 0 && len(b.pending) >= manifest.MaxBlobsPerFile {
+				continue // this checkpoint's blob addresses are used up: inline
+			}
 			fr.Refs = append(fr.Refs, delta.EntryRef{Index: i, Ref: ref})
 			if ref.Addr != 0 {
 				b.reused++
@@ -108,10 +111,11 @@ func (b *blobs) durable(pid uint64) map[uint64][]gc.Blob {
 }
 
 // place gives the new blobs their addresses in file id's block and returns
-// their frames, in ascending address order.
+// their frames, in ascending address order. (page keeps them within
+// MaxBlobsPerFile: past it, values stay in their frames.)
 func (b *blobs) place(id manifest.FileID) ([]*delta.Frame, error) {
-	if len(b.pending) > manifest.MaxBlobsPerFile {
-		return nil, fmt.Errorf("checkpoint: %d blobs in one checkpoint, more than %d", len(b.pending), manifest.MaxBlobsPerFile)
+	if len(b.pending) > manifest.MaxBlobsPerFile || uint64(id) >= 1<<39 {
+		return nil, fmt.Errorf("checkpoint: %d blobs for file %d exceed the blob address space", len(b.pending), id)
 	}
 	out := make([]*delta.Frame, len(b.pending))
 	b.bytes = 0
