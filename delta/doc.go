@@ -13,4 +13,14 @@
 // version is (txid, seq) plus flags: Tombstone for a delete, CLR for a
 // compensation written by a rollback (its value is the restored old value; a
 // reader that meets a CLR of txn T ignores every version of T for that key).
+//
+// # Blob frames
+//
+// A frame of kind KindBlob holds one large value on its own (blob.go); an
+// entry of a delta or base frame may hold, with the Blob version flag, a
+// BlobRef to it instead of the value. References exist only in encoded
+// frames: Frame.Refs tells AppendFrame which entries to write as
+// references, and Frame.Materialize puts the values back into a decoded
+// frame, checking each against its reference's length and CRC, so records
+// in memory always hold their values.
 package delta
