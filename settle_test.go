@@ -36,6 +36,9 @@ func TestSettledSpace(t *testing.T) {
 		{"256KiB-noblobs", envInt("BWKV_SPACE_BIG_KEYS", 40), 256 << 10, bwkv.Options{BlobThreshold: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if raceEnabled && tc.o.BlobThreshold < 0 {
+				t.Skip("the baseline without blobs runs without the race detector")
+			}
 			testSettledSpace(t, tc.keys, tc.value, envInt("BWKV_SPACE_ROUNDS", 5), tc.o)
 		})
 	}
