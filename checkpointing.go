@@ -23,6 +23,7 @@ type ckptState struct {
 	kick chan struct{}   // dirty bytes passed CheckpointBytes
 
 	count, bytes, framesWritten, framesSkipped, stalls atomic.Uint64
+	blobs, blobBytes, blobsReused                      atomic.Uint64
 	nanos, frontier, installed                         atomic.Uint64
 	// writing is the id of the data file a checkpoint is writing (0: none).
 	writing atomic.Uint64
@@ -190,18 +191,19 @@ func (db *DB) publish(g *generation.Gen) error {
 	// analysis start (Env.OldestActive), after abortTxnsTooOld.
 	var open []*Txn
 	env := &checkpoint.Env{
-		FS:           db.fs,
-		Dir:          db.dir,
-		Table:        db.pt,
-		Gens:         db.gens,
-		WAL:          db.wal,
-		Manifest:     db.man,
-		OldestActive: func() (uint64, bool) { return oldestFirstLSN(open) },
-		Oracle:       db.mv.Now,
-		Format:       db.format,
-		Writing:      &db.ckpt.writing,
-		Ledger:       db.gc.ledger,
-		Compressor:   db.newCompressor(),
+		FS:            db.fs,
+		Dir:           db.dir,
+		Table:         db.pt,
+		Gens:          db.gens,
+		WAL:           db.wal,
+		Manifest:      db.man,
+		OldestActive:  func() (uint64, bool) { return oldestFirstLSN(open) },
+		Oracle:        db.mv.Now,
+		Format:        db.format,
+		Writing:       &db.ckpt.writing,
+		Ledger:        db.gc.ledger,
+		Compressor:    db.newCompressor(),
+		BlobThreshold: db.opts.BlobThreshold,
 	}
 	ev := db.events()
 	if ev.CheckpointBegin != nil {
@@ -231,6 +233,9 @@ func (db *DB) publish(g *generation.Gen) error {
 	c.count.Add(1)
 	c.bytes.Add(uint64(res.Bytes))
 	c.framesWritten.Add(uint64(res.Frames))
+	c.blobs.Add(uint64(res.Blobs))
+	c.blobBytes.Add(uint64(res.BlobBytes))
+	c.blobsReused.Add(uint64(res.BlobsReused))
 	c.framesSkipped.Add(uint64(res.Skipped))
 	c.installed.Add(uint64(g.Bytes()))
 	c.nanos.Add(uint64(res.Duration))

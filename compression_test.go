@@ -156,22 +156,3 @@ func TestCompressionOptionsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// TestBlobThresholdNotAccepted: blob files are not built, so a positive
-// BlobThreshold is refused rather than silently ignored; 0 and negative
-// (off) open.
-func TestBlobThresholdNotAccepted(t *testing.T) {
-	o := bwkv.Options{BlobThreshold: 4096}
-	if err := o.Clone().EnsureDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "BlobThreshold 4096") {
-		t.Fatalf("Validate = %v, want BlobThreshold refused", err)
-	}
-	if _, err := bwkv.Open(t.TempDir(), &o); err == nil {
-		t.Fatal("Open accepted a BlobThreshold it cannot honour")
-	}
-	for _, v := range []int{0, -1} {
-		db := openTest(t, &bwkv.Options{BlobThreshold: v})
-		if err := db.Put([]byte("k"), make([]byte, 10000)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/vfs"
 )
 
 // Crash tests with a real process (docs/crash-safety.md, layer 4 and invariants
@@ -57,8 +58,26 @@ func parseVal(v []byte) (id int64, ver int) {
 		return -1, -1
 	}
 	id, _ = strconv.ParseInt(s[:i], 10, 64)
-	ver, _ = strconv.Atoi(s[i+1:])
+	rest := s[i+1:]
+	if j := strings.IndexByte(rest, ':'); j >= 0 {
+		rest = rest[:j] // padding (crashVal)
+	}
+	ver, _ = strconv.Atoi(rest)
 	return id, ver
+}
+
+// crashVal is the value crashWrites writes: "id:ver", and with a small
+// BlobThreshold (the tiny-checkpoint children) every other one padded
+// past it, so blob frames are written, reused and collected too.
+func crashVal(db *bwkv.DB, id int64, ver int) []byte {
+	v := fmt.Appendf(nil, "%d:%d", id, ver)
+	if bt := db.Options().BlobThreshold; bt > 0 && bt <= 256 && id%2 == 0 {
+		v = append(v, ':')
+		for len(v) < bt+int(id%64) {
+			v = append(v, byte('a'+id%26))
+		}
+	}
+	return v
 }
 
 // TestCrashChild is the child side; it does nothing in a normal run.
@@ -111,6 +130,9 @@ func crashWorkload(dir, mode string, out *crashOut) {
 		// crashes land between a stub's chain and its durable head.
 		o.CheckpointBytes = 16 << 10
 		o.CacheBytes = 1
+		// Blob files on, at a threshold every other value passes
+		// (crashVal): the failpoint matrix runs this workload.
+		o.BlobThreshold = 64
 		// A small manifest too: crashes land in its rotation.
 		o = bwkv.WithTestManifestRotateBytes(o, 8<<10)
 	}
@@ -163,7 +185,7 @@ func crashWrites(db *bwkv.DB, out *crashOut, rng *rand.Rand, next *atomic.Int64,
 				ok = false
 				break
 			}
-			if err := tx.Put(k, fmt.Appendf(nil, "%d:%d", id, ver+1)); err != nil {
+			if err := tx.Put(k, crashVal(db, id, ver+1)); err != nil {
 				ok = false
 				break
 			}
@@ -432,6 +454,9 @@ func TestCrashKill9(t *testing.T) {
 				datas, _ := filepath.Glob(filepath.Join(dir, "*.data"))
 				if len(datas) == 0 {
 					t.Fatal("tiny-checkpoint children wrote no data file")
+				}
+				if blobFrames(t, vfs.Default(), dir) == 0 {
+					t.Fatal("tiny-checkpoint children left no blob frame")
 				}
 			}
 			t.Logf("%d rounds, %d acknowledged commits, %d protected", n, commits, len(m.acked))

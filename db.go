@@ -97,6 +97,8 @@ type dbCounters struct {
 	// hotRestarts counts Update attempts restarted to queue on a hot
 	// key's stripe (hot.go).
 	hotRestarts atomic.Uint64
+	// blobReads counts blob frames read (gc.go, readBlob).
+	blobReads atomic.Uint64
 }
 
 // Open opens (creating if needed, unless opts.ErrorIfNotExist) the database
@@ -208,6 +210,9 @@ func (db *DB) open(exists bool) error {
 		}
 		db.format = stored
 		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize, o.MaxValueSize = stored.PageSplitEntries, stored.BlobThreshold, stored.MaxKeySize, stored.MaxValueSize
+		if o.BlobThreshold == 0 {
+			o.BlobThreshold = -1 // stored 0: off (Options' 0 would mean the default)
+		}
 		if c != o.Compression {
 			o.Compression, o.ZstdLevel = c, 0 // a level for another codec would act on nothing
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/bwkv/bwkv"
@@ -42,6 +43,11 @@ func seqWorkload(db *bwkv.DB, n int, onAck func(int)) seqRun {
 				delete(next, k)
 			} else {
 				v := fmt.Sprintf("v%d-%d", i, j)
+				if bt := db.Options().BlobThreshold; bt > 0 && bt <= 256 && (i+j)%2 == 0 {
+					// Blob files at a small threshold: every other
+					// value goes to a blob.
+					v += strings.Repeat("b", bt+i%8)
+				}
 				err = tx.Put([]byte(k), []byte(v))
 				next[k] = v
 			}

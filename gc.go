@@ -171,8 +171,16 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 		if fr.PID != uint64(pid) {
 			return nil, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, fr.PID, pid)
 		}
-		chain = append(chain, gc.Extent{Addr: a, Size: uint32(fr.Stored)})
+		if fr.Blob != nil {
+			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("page %d's chain reaches blob frame %d", pid, a)}
+		}
+		ext := gc.Extent{Addr: a, Size: uint32(fr.Stored), Blobs: frameBlobs(fr)}
+		chain = append(chain, ext)
 		if visit != nil {
+			// The page in memory holds its values: read the blobs.
+			if err := fr.Materialize(func(r delta.BlobRef) ([]byte, error) { return db.readBlob(pid, r) }); err != nil {
+				return nil, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
+			}
 			visit(fr)
 		}
 		if fr.Base != nil {
@@ -183,6 +191,36 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 		}
 		a = fr.Link
 	}
+}
+
+// frameBlobs returns the blobs a decoded frame references, for its extent.
+func frameBlobs(fr *delta.Frame) []gc.Blob {
+	refs := fr.BlobRefs()
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]gc.Blob, len(refs))
+	for i, r := range refs {
+		en := fr.EntryAt(r.Index)
+		out[i] = gc.Blob{Addr: r.Ref.Addr, Size: uint32(r.Ref.FrameBytes()), Len: r.Ref.Len, CRC: r.Ref.CRC, ID: gc.VersionID(en.Key, en.TxID, en.Seq)}
+	}
+	return out
+}
+
+// readBlob reads the value of the blob r names, which page pid references:
+// one read of the blob frame (through the bounded file handles), whose
+// header must name the page and whose value must match r (length and CRC,
+// checked by delta.Frame.Materialize). A mismatch is a *CorruptionError.
+func (db *DB) readBlob(pid pagetable.PID, r delta.BlobRef) ([]byte, error) {
+	fr, name, err := db.readFrame(r.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if fr.Blob == nil || fr.PID != uint64(pid) {
+		return nil, &CorruptionError{File: name, Offset: int64(r.Addr), Reason: fmt.Sprintf("page %d references frame %d, a %s frame of page %d, as a blob", pid, r.Addr, fr.Kind(), fr.PID)}
+	}
+	db.stats.blobReads.Add(1)
+	return fr.Blob, nil
 }
 
 // readFrame reads the frame at address a from the data file the manifest

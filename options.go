@@ -91,6 +91,16 @@ func (c Compression) String() string {
 	return fmt.Sprintf("Compression(%d)", int(c))
 }
 
+// Blob thresholds (Options.BlobThreshold).
+const (
+	// DefaultBlobThreshold is the BlobThreshold a zero Options field
+	// means.
+	DefaultBlobThreshold = 4096
+	// MinBlobThreshold is the smallest positive BlobThreshold Validate
+	// accepts.
+	MinBlobThreshold = 64
+)
+
 // walRecordOverhead bounds a log record's header and framing bytes.
 const walRecordOverhead = 64
 
@@ -138,11 +148,16 @@ type Options struct {
 	// DeltaChainMax is the delta-chain length that triggers consolidation;
 	// default 12.
 	DeltaChainMax int
-	// BlobThreshold: values of this size or more are to go to blob files
-	// (0: the default, negative: off). Blob files are not built in this
-	// version: every value stays in its page, so 0 and negative values
-	// (both off) are the only ones Validate accepts; the default becomes
-	// 4096 once blob files exist. Persisted (0 for off).
+	// BlobThreshold: a value of this many bytes or more is written once,
+	// by the checkpoint that first writes it, as a blob frame of its own,
+	// and the page's frames on disk hold a 16-byte reference to it (so
+	// consolidating or GC-copying the page does not copy the value). 0
+	// means the default, 4096; a negative value turns blobs off; a
+	// positive value below 64 is refused. Persisted (0 for off): the
+	// stored value wins on reopen, and a database created with blobs off
+	// keeps them off. Blob frames are stored uncompressed. Pages in
+	// memory hold their values: reading a page from disk reads its blobs
+	// (one read each). docs/formats.md describes the format.
 	BlobThreshold int
 	// Compression is the codec of data-file frames: base pages, and
 	// deltas when that pays (a frame is stored compressed only if it
@@ -241,6 +256,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.PageSplitEntries == 0 {
 		o.PageSplitEntries = 128
 	}
+	if o.BlobThreshold == 0 {
+		o.BlobThreshold = DefaultBlobThreshold
+	}
 	if o.DeltaChainMax == 0 {
 		o.DeltaChainMax = 12
 	}
@@ -317,9 +335,8 @@ func (o *Options) Validate() error {
 	} else if o.ZstdLevel != 0 && o.Compression != CompressionZstd {
 		bad("ZstdLevel %d without CompressionZstd", o.ZstdLevel)
 	}
-	if o.BlobThreshold > 0 {
-		// An accepted option must act: refuse it until blob files exist.
-		bad("BlobThreshold %d: blob files are not implemented; use 0 or a negative value (off)", o.BlobThreshold)
+	if o.BlobThreshold > 0 && o.BlobThreshold < MinBlobThreshold {
+		bad("BlobThreshold %d < %d (a blob reference takes 16 bytes and a blob frame 48 more; use a negative value to turn blobs off)", o.BlobThreshold, MinBlobThreshold)
 	}
 	if o.MaxTxnLag < 1 {
 		bad("MaxTxnLag %d < 1", o.MaxTxnLag)

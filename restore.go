@@ -319,6 +319,9 @@ func Restore(dir string, r io.Reader, opts *Options) error {
 	}
 	if o.BlobThreshold == 0 {
 		o.BlobThreshold = h.BlobThreshold
+		if o.BlobThreshold == 0 {
+			o.BlobThreshold = -1 // the stream's 0 is "off"
+		}
 	}
 	if o.MaxKeySize == 0 {
 		o.MaxKeySize = h.MaxKeySize

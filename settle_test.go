@@ -30,10 +30,15 @@ func TestSettledSpace(t *testing.T) {
 	}{
 		{"1KiB", envInt("BWKV_SPACE_KEYS", 5000), 1 << 10, bwkv.Options{}},
 		{"1KiB-s2", envInt("BWKV_SPACE_KEYS", 5000), 1 << 10, bwkv.Options{Compression: bwkv.CompressionS2}},
-		// Large values, no blob files (not built): pages of a few values.
+		// Large values in blob files (the default threshold, 4 KiB),
+		// and the same without blobs (pages of a few values).
 		{"256KiB", envInt("BWKV_SPACE_BIG_KEYS", 40), 256 << 10, bwkv.Options{}},
+		{"256KiB-noblobs", envInt("BWKV_SPACE_BIG_KEYS", 40), 256 << 10, bwkv.Options{BlobThreshold: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if raceEnabled && tc.o.BlobThreshold < 0 {
+				t.Skip("the baseline without blobs runs without the race detector")
+			}
 			testSettledSpace(t, tc.keys, tc.value, envInt("BWKV_SPACE_ROUNDS", 5), tc.o)
 		})
 	}
@@ -94,6 +99,9 @@ func testSettledSpace(t *testing.T, keys, valSize, rounds int, o bwkv.Options) {
 	}
 	if st.BackgroundErrors != 0 {
 		t.Fatalf("%d background errors", st.BackgroundErrors)
+	}
+	if blobs := db.Options().BlobThreshold; (blobs > 0 && valSize >= blobs) != (st.Checkpoint.BlobsWritten > 0) {
+		t.Fatalf("BlobThreshold %d, %d-byte values: %d blobs written", blobs, valSize, st.Checkpoint.BlobsWritten)
 	}
 	// Small files merge (8 at a time): the count stays O(data /
 	// DataFileBytes).

@@ -37,10 +37,17 @@ type WALStats struct {
 // CheckpointStats describes checkpoints. Bytes is what data files
 // received; InstalledBytes the frame bytes the checkpointed generations
 // installed in memory (their ratio shows superseded frames never written).
+//
+// Blob files (Options.BlobThreshold): BlobsWritten counts the blob frames
+// checkpoints wrote and BlobBytes their bytes (part of Bytes);
+// BlobsReused the references to an already durable blob that written
+// frames carried instead of writing the value again; BlobReads the blob
+// frames read back (one per large value of each page read from disk).
 type CheckpointStats struct {
 	Count, Bytes, FramesWritten, FramesSkipped, InstalledBytes uint64
 	Duration                                                   time.Duration // total
 	Frontier                                                   uint64
+	BlobsWritten, BlobBytes, BlobsReused, BlobReads            uint64
 }
 
 // RecoveryStats describes the last Open's recovery.
@@ -139,6 +146,10 @@ func (db *DB) Stats() Stats {
 		InstalledBytes: c.installed.Load(),
 		Duration:       time.Duration(c.nanos.Load()),
 		Frontier:       c.frontier.Load(),
+		BlobsWritten:   c.blobs.Load(),
+		BlobBytes:      c.blobBytes.Load(),
+		BlobsReused:    c.blobsReused.Load(),
+		BlobReads:      db.stats.blobReads.Load(),
 	}
 	s.GC = db.gcStats()
 	if s.GC.Rounds == 0 && db.man != nil {

@@ -11,8 +11,8 @@ import (
 )
 
 // bwkv settings (bench/README.md fairness): Compression per --compression
-// (none, fast = S2, good = zstd), CacheBytes = the shared budget, no value
-// separation (bwkv has no blob files yet),
+// (none, fast = S2, good = zstd), CacheBytes = the shared budget, value
+// separation by the default BlobThreshold (blob frames for values >= 4 KiB),
 // Durability Relaxed / Sync. Updates are read-modify-write transactions
 // run by DB.Update, as a Go user writes them: a writer meeting another's
 // uncommitted version of its key waits for it, and a first-committer-wins
@@ -182,7 +182,7 @@ func (e *bwkvEngine) Info() Info {
 	return Info{
 		Durability: d,
 		UpdateMode: "rmw_txn",
-		Settings:   fmt.Sprintf("Compression %v; CacheBytes = budget; no value separation (blob files not built)", e.comp),
+		Settings:   fmt.Sprintf("Compression %v; CacheBytes = budget; blob frames for values >= 4096 (default BlobThreshold)", e.comp),
 	}
 }
 

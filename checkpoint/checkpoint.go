@@ -50,6 +50,10 @@ type Env struct {
 	// Compressor, if set, encodes the frames (nil: plain). Run is its
 	// only user while it runs.
 	Compressor *delta.Compressor
+	// BlobThreshold, if positive, is the value size from which an entry
+	// of a leaf frame is written as a reference to a blob frame (see
+	// blobs.go); 0 or less: every value stays in its frame.
+	BlobThreshold int
 }
 
 // Result describes one published checkpoint.
@@ -58,11 +62,15 @@ type Result struct {
 	Bytes           int64
 	// Junk is the durable frame bytes the publish made junk (with a
 	// Ledger).
-	Junk          int64
-	File          manifest.FileID // 0: no data file (nothing to write)
-	Frontier      uint64
-	AnalysisStart uint64
-	Duration      time.Duration
+	Junk int64
+	// Blobs and BlobBytes count the blob frames written (BlobBytes their
+	// encoded bytes, included in Bytes); BlobsReused the references to
+	// blobs already durable that the written frames carry instead.
+	Blobs, BlobBytes, BlobsReused int64
+	File                          manifest.FileID // 0: no data file (nothing to write)
+	Frontier                      uint64
+	AnalysisStart                 uint64
+	Duration                      time.Duration
 }
 
 // DataFileName returns the name of data file id inside the DB directory.
@@ -109,7 +117,9 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	var frames []*delta.Frame
 	var pages []pageFrames
 	var removed []uint64
-	var changes []gc.Change // for the Ledger
+	var changes []gc.Change      // for the Ledger
+	var written [][]*delta.Frame // per change: the frames written (unsorted)
+	bl := newBlobs(e)
 	for _, pid := range g.Dirty() {
 		st := e.Table.Load(pid)
 		if pin, ok := g.Pinned(pid); ok {
@@ -121,6 +131,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		if st.Removed {
 			removed = append(removed, uint64(pid))
 			changes = append(changes, gc.Change{PID: uint64(pid), Removed: true})
+			written = append(written, nil)
 			continue
 		}
 		if failpoints.Skip(failpoints.MutCheckpointDropPage) {
@@ -147,10 +158,12 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			keep = 0
 			frames = append(frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
 		}
+		bl.page(uint64(pid), frames[n:])
 		if len(frames) > n || head > published {
 			pages = append(pages, pageFrames{pid, head})
 			if e.Ledger != nil {
-				changes = append(changes, gc.Change{PID: uint64(pid), Written: extents(frames[n:]), Keep: keep})
+				changes = append(changes, gc.Change{PID: uint64(pid), Keep: keep})
+				written = append(written, slices.Clone(frames[n:]))
 			}
 		}
 	}
@@ -189,6 +202,20 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 			e.Writing.Store(uint64(id))
 			defer e.Writing.Store(0)
 		}
+		// The new blobs get their addresses from the file id; their
+		// frames follow the page frames (blob addresses are above
+		// every other).
+		blobFrames, err := bl.place(id)
+		if err != nil {
+			return res, err
+		}
+		res.Blobs, res.BlobBytes, res.BlobsReused = int64(len(blobFrames)), bl.bytes, bl.reused
+		frames = append(frames, blobFrames...)
+		for i := range changes {
+			if !changes[i].Removed {
+				changes[i].Written = extents(written[i])
+			}
+		}
 		info, stored, err := writeFile(e, id, frames)
 		if err != nil {
 			// Abandoned: remove the partial file (best effort; Open
@@ -210,6 +237,9 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 		// has nothing live (its table and footer are overhead).
 		edit.AddFiles = []manifest.FileMeta{{ID: id, Total: info.FrameBytes, Live: info.FrameBytes}}
 		edit.AddRanges = []manifest.Range{{Lo: published + 1, Hi: g.SnapAddr + 1, File: id}}
+		if n := len(blobFrames); n > 0 {
+			edit.AddRanges = append(edit.AddRanges, manifest.Range{Lo: manifest.BlobAddr(id, 0), Hi: manifest.BlobAddr(id, uint64(n)), File: id})
+		}
 	}
 	for _, p := range pages {
 		edit.SetPages = append(edit.SetPages, manifest.PageEntry{PID: uint64(p.pid), Addr: p.head})
@@ -308,11 +338,12 @@ func writeFrames(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileIn
 }
 
 // extents returns the frames' addresses and plain encoded sizes, in
-// order (Run replaces the sizes by the stored ones once written).
+// order (Run replaces the sizes by the stored ones once written), with the
+// blobs each references.
 func extents(frames []*delta.Frame) gc.Chain {
 	c := make(gc.Chain, len(frames))
 	for i, fr := range frames {
-		c[i] = gc.Extent{Addr: fr.Addr, Size: uint32(fr.Size())}
+		c[i] = gc.Extent{Addr: fr.Addr, Size: uint32(fr.Size()), Blobs: blobsOf(fr)}
 	}
 	return c
 }

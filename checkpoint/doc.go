@@ -15,6 +15,12 @@
 // removed from the page table. All frames go into one data file in
 // ascending address order.
 //
+// With Env.BlobThreshold, leaf entries whose values reach it are written
+// as references to blob frames (blobs.go): a version whose blob the page's
+// durable chain already references is referenced again; others get a new
+// blob frame, owned by the page, at an address derived from the file id
+// (manifest.BlobAddr), written after the page frames in the same file.
+//
 // # INV-C2 and its proof
 //
 // Choice: keep the sealed states discoverable until publish (generation

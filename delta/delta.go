@@ -10,6 +10,10 @@ const (
 	// Tombstone) is the restored old value, kept for logging and recovery;
 	// readers skip it together with every version of the same txn and key.
 	CLR
+	// Blob marks, in an encoded frame only, an entry whose value is a
+	// BlobRef to a blob frame holding the value (docs/formats.md). Records
+	// in memory never carry it: Frame.Materialize resolves it.
+	Blob
 )
 
 // Delta is one version prepended to a leaf page's chain. Immutable once

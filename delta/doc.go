@@ -18,4 +18,14 @@
 // ParseFrameHeader) return a *base.CorruptionError (internal/base) whose
 // Offset is inside the frame and whose File is empty: package pool, which
 // knows where the frame lives, names the file and shifts the offset.
+//
+// # Blob frames
+//
+// A frame of kind KindBlob holds one large value on its own (blob.go); an
+// entry of a delta or base frame may hold, with the Blob version flag, a
+// BlobRef to it instead of the value. References exist only in encoded
+// frames: Frame.Refs tells AppendFrame which entries to write as
+// references, and Frame.Materialize puts the values back into a decoded
+// frame, checking each against its reference's length and CRC, so records
+// in memory always hold their values.
 package delta

@@ -15,7 +15,7 @@ import (
 //
 //	off  size  field
 //	0    1     magic       frameMagic
-//	1    1     kind        KindDelta or KindBase
+//	1    1     kind        KindDelta, KindBase or KindBlob
 //	2    1     flags       bit 0: the payload is compressed, bit 1: the base
 //	                       has a high fence
 //	3    1     codec       the payload's Codec if compressed, else 0
@@ -31,8 +31,10 @@ import (
 //	48         payload
 //
 // A delta's payload is one entry in the slab layout of base.go: key length
-// u32, value length u32, txid u64, seq u32, flags u8, key, value. A base's
-// payload is
+// u32, value length u32, txid u64, seq u32, flags u8, key, value; an entry
+// with the Blob flag holds a 16-byte BlobRef as its value (blob.go). A
+// blob's payload is the value itself (a blob frame has link 0 and is never
+// compressed). A base's payload is
 //
 //	0    8     sibling     right sibling PID (0: none)
 //	8    4     keys        distinct keys (Base.Keys)
@@ -83,7 +85,7 @@ const (
 	basePayloadFixed = 25
 
 	// flagsKnown are the version flags this code reads.
-	flagsKnown = Tombstone | CLR
+	flagsKnown = Tombstone | CLR | Blob
 )
 
 // FrameKind says what a frame holds.
@@ -95,6 +97,8 @@ const (
 	KindDelta FrameKind = 1
 	// KindBase is a frame holding one base page.
 	KindBase FrameKind = 2
+	// KindBlob is a frame holding one value stored outside its page.
+	KindBlob FrameKind = 3
 )
 
 // String implements fmt.Stringer.
@@ -104,6 +108,8 @@ func (k FrameKind) String() string {
 		return "delta"
 	case KindBase:
 		return "base"
+	case KindBlob:
+		return "blob"
 	}
 	return fmt.Sprintf("FrameKind(%d)", uint8(k))
 }
@@ -118,7 +124,7 @@ func corrupt(off int, format string, args ...any) error {
 }
 
 // Frame is one delta or one base page with its frame identity (docs/formats.md).
-// Exactly one of Delta and Base is set.
+// Exactly one of Delta, Base and Blob is set.
 //
 // AppendFrame encodes the identity from the Frame's fields, not from
 // Delta.Addr or Delta.LSN. DecodeFrame returns records that own their
@@ -139,6 +145,13 @@ type Frame struct {
 
 	Delta *Delta
 	Base  *Base
+	// Blob is the value a blob frame holds.
+	Blob []byte
+	// Refs, by ascending Index, are the entries of the record that are
+	// stored as references to blob frames (the Blob flag and a BlobRef
+	// instead of the value). The checkpointer sets them before encoding;
+	// Materialize sets them on a decoded frame.
+	Refs []EntryRef
 
 	// Stored is the encoded frame's length as read (compressed or not),
 	// set by DecodeFrame; AppendFrame ignores it. Space accounting uses
@@ -149,10 +162,12 @@ type Frame struct {
 // Kind returns the kind of record f holds, or 0 if it holds none or both.
 func (f *Frame) Kind() FrameKind {
 	switch {
-	case f.Delta != nil && f.Base == nil:
+	case f.Delta != nil && f.Base == nil && f.Blob == nil:
 		return KindDelta
-	case f.Base != nil && f.Delta == nil:
+	case f.Base != nil && f.Delta == nil && f.Blob == nil:
 		return KindBase
+	case f.Blob != nil && f.Delta == nil && f.Base == nil:
+		return KindBlob
 	}
 	return 0
 }
@@ -162,9 +177,11 @@ func (f *Frame) Kind() FrameKind {
 func (f *Frame) Size() int {
 	switch f.Kind() {
 	case KindDelta:
-		return FrameHeaderSize + entryHeader + len(f.Delta.Key) + len(f.Delta.Value)
+		return FrameHeaderSize + entryHeader + len(f.Delta.Key) + len(f.Delta.Value) - f.refsSaved()
 	case KindBase:
-		return FrameHeaderSize + basePayloadFixed + len(f.Base.Low) + len(f.Base.High) + f.Base.entryBytes()
+		return FrameHeaderSize + basePayloadFixed + len(f.Base.Low) + len(f.Base.High) + f.Base.entryBytes() - f.refsSaved()
+	case KindBlob:
+		return FrameHeaderSize + len(f.Blob)
 	}
 	return 0
 }
@@ -185,8 +202,8 @@ func (f *Frame) Check() error {
 func (f *Frame) check() (int, error) {
 	if f.Kind() == 0 {
 		what := "no record"
-		if f.Delta != nil {
-			what = "both a delta and a base"
+		if f.Delta != nil || f.Base != nil || f.Blob != nil {
+			what = "more than one record"
 		}
 		return 0, fmt.Errorf("delta: frame %d holds %s", f.Addr, what)
 	}
@@ -198,6 +215,12 @@ func (f *Frame) check() (int, error) {
 	}
 	if d := f.Delta; d != nil && d.Flags&^flagsKnown != 0 {
 		return 0, fmt.Errorf("delta: frame %d: unknown version flags %#x", f.Addr, uint8(d.Flags))
+	}
+	if f.Blob != nil && f.Link != 0 {
+		return 0, fmt.Errorf("delta: blob frame %d links to %d", f.Addr, f.Link)
+	}
+	if err := f.checkRefs(); err != nil {
+		return 0, err
 	}
 	if b := f.Base; b != nil {
 		if err := b.checkEncodable(); err != nil {
@@ -233,7 +256,7 @@ func appendFrame(dst []byte, f *Frame, c *Compressor) []byte {
 		flags = frameHasHigh
 	}
 	start := len(dst)
-	if c != nil && c.codec != CodecNone && size-FrameHeaderSize >= minCompress {
+	if c != nil && c.codec != CodecNone && f.Blob == nil && size-FrameHeaderSize >= minCompress {
 		c.plain = appendPayload(c.plain[:0], f)
 		if c.compress() {
 			dst = slices.Grow(dst, FrameHeaderSize+len(c.out))
@@ -271,9 +294,15 @@ func appendHeader(dst []byte, f *Frame, flags byte, codec Codec, length, payload
 // appendPayload appends f's plain payload.
 func appendPayload(dst []byte, f *Frame) []byte {
 	if d := f.Delta; d != nil {
+		if len(f.Refs) > 0 {
+			return appendEntry(dst, d.Key, AppendBlobRef(nil, f.Refs[0].Ref), d.TxID, d.Seq, d.Flags|Blob)
+		}
 		return appendEntry(dst, d.Key, d.Value, d.TxID, d.Seq, d.Flags)
 	}
-	return f.Base.appendPayload(dst)
+	if f.Blob != nil {
+		return append(dst, f.Blob...)
+	}
+	return f.Base.appendPayload(dst, f.Refs)
 }
 
 // appendEntry appends one entry in the slab layout.

@@ -38,7 +38,8 @@ func (b *Base) checkEncodable() error {
 // appendPayload appends the base's frame payload (see frame.go). Entries
 // are copied one by one in offset-array order, so the stored slab is the
 // canonical back-to-back layout whatever the in-memory slab holds.
-func (b *Base) appendPayload(dst []byte) []byte {
+// An entry named in refs is written with the Blob flag and its reference.
+func (b *Base) appendPayload(dst []byte, refs []EntryRef) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, b.Sibling)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(b.Keys))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.offs)))
@@ -47,7 +48,14 @@ func (b *Base) appendPayload(dst []byte) []byte {
 	dst = append(dst, b.Level)
 	dst = append(dst, b.Low...)
 	dst = append(dst, b.High...)
-	for _, o := range b.offs {
+	for i, o := range b.offs {
+		if len(refs) > 0 && refs[0].Index == i {
+			e := b.At(i)
+			var ref [BlobRefSize]byte
+			dst = appendEntry(dst, e.Key, AppendBlobRef(ref[:0], refs[0].Ref), e.TxID, e.Seq, e.Flags|Blob)
+			refs = refs[1:]
+			continue
+		}
 		dst = append(dst, b.slab[o:int(o)+b.entrySize(o)]...)
 	}
 	return dst
@@ -106,6 +114,9 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 		}
 		if fl := slab[off+20]; Flags(fl)&^flagsKnown != 0 {
 			return nil, corrupt(slabAt+off+20, "entry %d: unknown version flags %#02x", i, fl)
+		}
+		if fl := Flags(slab[off+20]); fl&Blob != 0 && (level > 0 || vl != BlobRefSize || fl&Tombstone != 0) {
+			return nil, corrupt(slabAt+off, "entry %d: blob reference of %d bytes (flags %#02x, level %d)", i, vl, uint8(fl), level)
 		}
 		if level > 0 && vl != 8 {
 			return nil, corrupt(slabAt+off+4, "inner entry %d: child value of %d bytes, not 8", i, vl)

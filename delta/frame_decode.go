@@ -46,7 +46,7 @@ func ParseFrameHeader(b []byte) (FrameHeader, error) {
 		h.Codec = Codec(b[fhCodec])
 	}
 	switch {
-	case h.Kind != KindDelta && h.Kind != KindBase:
+	case h.Kind != KindDelta && h.Kind != KindBase && h.Kind != KindBlob:
 		return FrameHeader{}, corrupt(fhKind, "unknown frame kind %d", b[fhKind])
 	case flags&^frameFlagsKnown != 0:
 		return FrameHeader{}, corrupt(fhFlags, "unknown frame flags %#02x", flags)
@@ -66,6 +66,8 @@ func ParseFrameHeader(b []byte) (FrameHeader, error) {
 		return FrameHeader{}, corrupt(fhAddr, "address 0")
 	case h.Link >= h.Addr:
 		return FrameHeader{}, corrupt(fhLink, "frame %d links forward to %d", h.Addr, h.Link)
+	case h.Kind == KindBlob && (h.Link != 0 || compressed):
+		return FrameHeader{}, corrupt(fhLink, "blob frame %d with link %d, compressed %v", h.Addr, h.Link, compressed)
 	}
 	return h, nil
 }
@@ -109,9 +111,12 @@ func DecodeFrame(b []byte) (*Frame, error) {
 		p = plain
 	}
 	var fr *Frame
-	if h.Kind == KindDelta {
+	switch h.Kind {
+	case KindDelta:
 		fr, err = decodeDeltaFrame(h, p)
-	} else {
+	case KindBlob:
+		fr = decodeBlobFrame(h, p)
+	default:
 		fr, err = decodeBaseFrame(h, p, b[fhFlags]&frameHasHigh != 0)
 	}
 	if err != nil {
@@ -141,6 +146,9 @@ func decodeDeltaFrame(h FrameHeader, p []byte) (*Frame, error) {
 	flags := Flags(p[20])
 	if flags&^flagsKnown != 0 {
 		return nil, corrupt(at+20, "unknown version flags %#02x", uint8(flags))
+	}
+	if flags&Blob != 0 && (vl != BlobRefSize || flags&Tombstone != 0) {
+		return nil, corrupt(at+4, "blob reference of %d bytes (flags %#02x)", vl, uint8(flags))
 	}
 	buf := make([]byte, len(p)-entryHeader)
 	copy(buf, p[entryHeader:])

@@ -225,7 +225,7 @@ func TestFrameInvalidFields(t *testing.T) {
 		reason string
 	}{
 		{"bad magic", put, func(b []byte) []byte { b[0] = 0; return b }, "magic"},
-		{"unknown kind", put, func(b []byte) []byte { b[1] = 3; return b }, "kind"},
+		{"unknown kind", put, func(b []byte) []byte { b[1] = 4; return b }, "kind"},
 		{"unknown frame flag", put, func(b []byte) []byte { b[2] = 0x80; return b }, "flags"},
 		{"compressed without a codec", put, func(b []byte) []byte { b[2] = 1; return b }, "unknown codec 0"},
 		{"unknown codec", put, func(b []byte) []byte { b[2], b[3] = 1, 9; return b }, "unknown codec 9"},
@@ -236,7 +236,8 @@ func TestFrameInvalidFields(t *testing.T) {
 		{"delta short payload", put, func(b []byte) []byte { return b[:h+20] }, "shorter"},
 		{"delta key overruns", put, func(b []byte) []byte { le32(b, h, 4); return b }, "payload"},
 		{"delta trailing", put, func(b []byte) []byte { return append(b, 0) }, "payload"},
-		{"delta flags", put, func(b []byte) []byte { b[h+20] = 4; return b }, "version flags"},
+		{"delta flags", put, func(b []byte) []byte { b[h+20] = 8; return b }, "version flags"},
+		{"delta blob reference length", put, func(b []byte) []byte { b[h+20] = 4; return b }, "blob reference"},
 		{"base short payload", leaf, func(b []byte) []byte { return b[:h+24] }, "shorter"},
 		{"high without flag", leaf, func(b []byte) []byte { b[2] = 0; return b }, "has-high"},
 		{"fences overrun", leaf, func(b []byte) []byte { le32(b, h+16, 1<<20); return b }, "overrun"},

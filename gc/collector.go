@@ -257,8 +257,9 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 	type known struct {
 		chain Chain
 		ok    bool
+		blobs map[uint64]bool // the chain's blobs, once a blob asks
 	}
-	chains := map[uint64]known{}
+	chains := map[uint64]*known{}
 	measured := map[manifest.FileID]int64{}
 	var buf []byte
 	for _, f := range all {
@@ -276,8 +277,9 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 			}
 			pid, n = fr.PID, fr.Len
 		}
+		blob := manifest.IsBlobAddr(f.addr)
 		head, ok := st.Page(pid)
-		if !ok || head < f.addr {
+		if !ok || (!blob && head < f.addr) {
 			continue // page removed, or the frame is newer than its head: never reached
 		}
 		k, seen := chains[pid]
@@ -288,10 +290,23 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 				}
 			}
 			ch, err := c.env.Ledger.Chain(pid, head)
-			k = known{ch, err == nil}
+			k = &known{chain: ch, ok: err == nil}
 			chains[pid] = k
 		}
-		if !k.ok || k.chain.Contains(f.addr) {
+		var reached bool
+		if blob {
+			// A blob is live iff its page's chain references it.
+			if k.blobs == nil {
+				k.blobs = blobSet(k.chain)
+				if k.blobs == nil {
+					k.blobs = map[uint64]bool{}
+				}
+			}
+			reached = k.blobs[f.addr]
+		} else {
+			reached = k.chain.Contains(f.addr)
+		}
+		if !k.ok || reached {
 			live = append(live, f.frameAt)
 			liveBytes += int64(n)
 			measured[f.file] += int64(n)

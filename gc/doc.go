@@ -27,10 +27,20 @@
 // Live bytes are clamped at zero, and a page whose old chain cannot be
 // read contributes no junk.
 //
+// # Blobs
+//
+// A chain's extents list the blob frames each frame references (Extent.Blobs,
+// docs/formats.md). A blob belongs to the page named in its header and is
+// referenced by no other page, so at a publish the blobs of the frames that
+// became junk are junk too, unless the page's new chain references them
+// again (a consolidated base reuses the blobs of the versions it keeps); a
+// removed page's blobs are all junk.
+//
 // # Liveness, decided at the rewrite
 //
 // A victim's frame is live iff its page has a head in the manifest's page
-// table and the chain from that head, following links, reaches the frame.
+// table and the chain from that head, following links, reaches the frame;
+// a victim's blob frame, iff a frame of that chain references it.
 // Every disk read of a page starts at that head (the page table is
 // initialised from it at Open, and a page whose head changes is in
 // memory), so a frame no chain reaches is never read again. A page whose

@@ -3,6 +3,7 @@ package gc
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"slices"
 
 	"github.com/puzpuzpuz/xsync/v3"
@@ -11,10 +12,75 @@ import (
 	"github.com/bwkv/bwkv/manifest"
 )
 
-// Extent is one durable frame: its logical address and encoded size.
+// Extent is one durable frame: its logical address and encoded size, and
+// the blob frames its entries reference.
 type Extent struct {
-	Addr uint64
-	Size uint32
+	Addr  uint64
+	Size  uint32
+	Blobs []Blob
+}
+
+// Blob is a blob frame a chain frame references (docs/formats.md): its
+// address and encoded size, and the identity of the value it holds (the
+// version's VersionID, the value's length and CRC), by which a checkpoint
+// of the same page reuses it instead of writing the value again. A blob
+// frame belongs to the page whose chain references it (the checkpointer
+// never shares one between pages), so it is live iff that page's durable
+// chain references it.
+type Blob struct {
+	Addr     uint64
+	Size     uint32
+	Len, CRC uint32
+	ID       uint64
+}
+
+// VersionID identifies a version of a key for blob reuse: a hash of the key,
+// the txid and the seq. The value's length and CRC are checked as well
+// before a blob is reused, so a collision cannot hand out another value.
+func VersionID(key []byte, txid uint64, seq uint32) uint64 {
+	h := maphash.Bytes(versionSeed, key)
+	return h ^ (txid * 0x9E3779B97F4A7C15) ^ (uint64(seq) * 0xC2B2AE3D27D4EB4F)
+}
+
+// versionSeed is fixed for the process: VersionIDs live in memory only.
+var versionSeed = maphash.MakeSeed()
+
+// blobSet returns the addresses of the blobs the extents reference.
+func blobSet(cs ...Chain) map[uint64]bool {
+	var m map[uint64]bool
+	for _, c := range cs {
+		for _, e := range c {
+			for _, b := range e.Blobs {
+				if m == nil {
+					m = map[uint64]bool{}
+				}
+				m[b.Addr] = true
+			}
+		}
+	}
+	return m
+}
+
+// Blobs returns the blobs the chain references, each once, newest frame
+// first.
+func (c Chain) Blobs() []Blob {
+	var out []Blob
+	seen := map[uint64]bool{}
+	for _, e := range c {
+		for _, b := range e.Blobs {
+			if !seen[b.Addr] {
+				seen[b.Addr] = true
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+func equalChains(a, b Chain) bool {
+	return slices.EqualFunc(a, b, func(x, y Extent) bool {
+		return x.Addr == y.Addr && x.Size == y.Size && slices.Equal(x.Blobs, y.Blobs)
+	})
 }
 
 // Chain is a page's durable frames from its newest (the page-table head)
@@ -119,7 +185,7 @@ func (l *Ledger) verify(pid, head uint64) error {
 	if err != nil {
 		return fmt.Errorf("gc: verify page %d: %w", pid, err)
 	}
-	if !slices.Equal(c, disk) {
+	if !equalChains(c, disk) {
 		return fmt.Errorf("gc: verify page %d: ledger chain %v, disk chain %v", pid, c, disk)
 	}
 	return nil
@@ -177,13 +243,27 @@ func (l *Ledger) Plan(changes []Change, st View) *Plan {
 		if !known {
 			p.Unknown++
 		}
-		for _, e := range dead {
+		count := func(addr uint64, size uint32) {
 			if failpoints.Skip(failpoints.MutJunkNotRecorded) {
-				continue
+				return
 			}
-			if id, ok := st.FileOf(e.Addr); ok {
-				junk[id] += int64(e.Size)
-				p.Junk += int64(e.Size)
+			if id, ok := st.FileOf(addr); ok {
+				junk[id] += int64(size)
+				p.Junk += int64(size)
+			}
+		}
+		for _, e := range dead {
+			count(e.Addr, e.Size)
+		}
+		// A blob of a dead frame is junk unless the new chain still
+		// references it (a new base reuses the blobs of the versions it
+		// keeps).
+		if deadBlobs := dead.Blobs(); len(deadBlobs) > 0 {
+			live := blobSet(next)
+			for _, b := range deadBlobs {
+				if !live[b.Addr] {
+					count(b.Addr, b.Size)
+				}
 			}
 		}
 		if ch.Removed {

@@ -39,7 +39,7 @@ func noWalk(pid, head uint64) (Chain, error) { return nil, errors.New("no disk i
 
 func TestPlanJunk(t *testing.T) {
 	// Page 7: base 50 (file 1), deltas 120 and 150 (file 2).
-	old := Chain{{150, 10}, {120, 20}, {50, 300}}
+	old := Chain{{150, 10, nil}, {120, 20, nil}, {50, 300, nil}}
 	cases := []struct {
 		name  string
 		ch    Change
@@ -47,15 +47,15 @@ func TestPlanJunk(t *testing.T) {
 		junk  int64
 		chain Chain // the page's chain after Apply (nil: forgotten)
 	}{
-		{"new deltas on top: nothing is junk", Change{PID: 7, Written: Chain{{210, 5}}, Keep: 150},
-			map[manifest.FileID]int64{}, 0, Chain{{210, 5}, {150, 10}, {120, 20}, {50, 300}}},
-		{"new base: the whole old chain is junk", Change{PID: 7, Written: Chain{{211, 5}, {210, 400}}},
-			map[manifest.FileID]int64{1: 700, 2: 970}, 330, Chain{{211, 5}, {210, 400}}},
+		{"new deltas on top: nothing is junk", Change{PID: 7, Written: Chain{{210, 5, nil}}, Keep: 150},
+			map[manifest.FileID]int64{}, 0, Chain{{210, 5, nil}, {150, 10, nil}, {120, 20, nil}, {50, 300, nil}}},
+		{"new base: the whole old chain is junk", Change{PID: 7, Written: Chain{{211, 5, nil}, {210, 400, nil}}},
+			map[manifest.FileID]int64{1: 700, 2: 970}, 330, Chain{{211, 5, nil}, {210, 400, nil}}},
 		{"removed: the whole old chain is junk", Change{PID: 7, Removed: true},
 			map[manifest.FileID]int64{1: 700, 2: 970}, 330, nil},
-		{"keep an older frame: the newer ones are junk", Change{PID: 7, Written: Chain{{210, 5}}, Keep: 120},
-			map[manifest.FileID]int64{2: 990}, 10, Chain{{210, 5}, {120, 20}, {50, 300}}},
-		{"keep a frame the chain lacks: nothing counted, page forgotten", Change{PID: 7, Written: Chain{{210, 5}}, Keep: 99},
+		{"keep an older frame: the newer ones are junk", Change{PID: 7, Written: Chain{{210, 5, nil}}, Keep: 120},
+			map[manifest.FileID]int64{2: 990}, 10, Chain{{210, 5, nil}, {120, 20, nil}, {50, 300, nil}}},
+		{"keep a frame the chain lacks: nothing counted, page forgotten", Change{PID: 7, Written: Chain{{210, 5, nil}}, Keep: 99},
 			map[manifest.FileID]int64{}, 0, nil},
 	}
 	for _, c := range cases {
@@ -82,24 +82,14 @@ func TestPlanJunk(t *testing.T) {
 	}
 }
 
-func equal(a, b Chain) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func equal(a, b Chain) bool { return equalChains(a, b) }
 
 // TestPlanStaleChain: a stored chain whose head is not the manifest's is
 // not trusted: the chain is read from disk; if that fails, nothing is
 // junk (a page never durable has no junk either).
 func TestPlanStaleChain(t *testing.T) {
 	walked := 0
-	disk := Chain{{160, 40}, {60, 200}}
+	disk := Chain{{160, 40, nil}, {60, 200, nil}}
 	l := NewLedger(func(pid, head uint64) (Chain, error) {
 		walked++
 		if pid == 7 && head == 160 {
@@ -107,12 +97,12 @@ func TestPlanStaleChain(t *testing.T) {
 		}
 		return nil, errors.New("unreadable")
 	})
-	l.Loaded(7, Chain{{150, 10}, {50, 300}}) // stale: the head moved to 160
+	l.Loaded(7, Chain{{150, 10, nil}, {50, 300, nil}}) // stale: the head moved to 160
 	st := state(t, map[uint64]uint64{7: 160, 8: 170})
 	p := l.Plan([]Change{
-		{PID: 7, Written: Chain{{210, 5}}},  // new base
-		{PID: 8, Written: Chain{{211, 5}}},  // unreadable old chain
-		{PID: 9, Written: Chain{{212, 50}}}, // never durable
+		{PID: 7, Written: Chain{{210, 5, nil}}},  // new base
+		{PID: 8, Written: Chain{{211, 5, nil}}},  // unreadable old chain
+		{PID: 9, Written: Chain{{212, 50, nil}}}, // never durable
 	}, st)
 	got := stats(p)
 	if walked != 2 || p.Junk != 240 || got[1] != 800 || got[2] != 960 || p.Unknown != 1 {
@@ -124,7 +114,7 @@ func TestPlanStaleChain(t *testing.T) {
 // zero (the manifest would reject the publish).
 func TestPlanClampsLive(t *testing.T) {
 	l := NewLedger(noWalk)
-	l.Loaded(7, Chain{{50, 5000}})
+	l.Loaded(7, Chain{{50, 5000, nil}})
 	p := l.Plan([]Change{{PID: 7, Removed: true}}, state(t, map[uint64]uint64{7: 50}))
 	if got := stats(p); got[1] != 0 {
 		t.Fatalf("live %v, want file 1 at 0", got)
@@ -132,10 +122,51 @@ func TestPlanClampsLive(t *testing.T) {
 }
 
 func TestChainContains(t *testing.T) {
-	c := Chain{{90, 1}, {40, 1}, {7, 1}}
+	c := Chain{{90, 1, nil}, {40, 1, nil}, {7, 1, nil}}
 	for a, want := range map[uint64]bool{90: true, 40: true, 7: true, 8: false, 91: false, 1: false} {
 		if c.Contains(a) != want {
 			t.Errorf("Contains(%d) = %v", a, !want)
 		}
+	}
+}
+
+// TestPlanBlobs: a blob becomes junk when no frame of the page's new chain
+// references it; one the new base reuses stays live; a removed page's
+// blobs are all junk.
+func TestPlanBlobs(t *testing.T) {
+	b90 := Blob{Addr: 90, Size: 100, Len: 52, ID: 1}
+	b95 := Blob{Addr: 95, Size: 50, Len: 2, ID: 2}
+	// Page 7: base 50 referencing blob 95, delta 150 referencing blob 90.
+	old := Chain{{150, 10, []Blob{b90}}, {120, 20, nil}, {50, 300, []Blob{b95}}}
+	cases := []struct {
+		name string
+		ch   Change
+		live map[manifest.FileID]int64
+		junk int64
+	}{
+		{"new base reuses blob 95, drops blob 90", Change{PID: 7, Written: Chain{{210, 40, []Blob{b95}}}},
+			map[manifest.FileID]int64{1: 600, 2: 970}, 430},
+		{"new base reuses both", Change{PID: 7, Written: Chain{{210, 40, []Blob{b90, b95}}}},
+			map[manifest.FileID]int64{1: 700, 2: 970}, 330},
+		{"new deltas on top keep every blob", Change{PID: 7, Written: Chain{{210, 5, nil}}, Keep: 150},
+			map[manifest.FileID]int64{}, 0},
+		{"removed: every blob is junk", Change{PID: 7, Removed: true},
+			map[manifest.FileID]int64{1: 550, 2: 970}, 480},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := NewLedger(noWalk)
+			l.Loaded(7, old)
+			p := l.Plan([]Change{c.ch}, state(t, map[uint64]uint64{7: 150}))
+			got := stats(p)
+			if len(got) != len(c.live) || p.Junk != c.junk {
+				t.Fatalf("live %v junk %d, want %v and %d", got, p.Junk, c.live, c.junk)
+			}
+			for id, v := range c.live {
+				if got[id] != v {
+					t.Fatalf("file %d live %d, want %d", id, got[id], v)
+				}
+			}
+		})
 	}
 }

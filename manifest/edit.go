@@ -4,8 +4,34 @@ import "github.com/bwkv/bwkv/internal/base"
 
 // FormatVersion is the newest on-disk format version this code understands.
 // An Edit may record it (HasFormatVersion); a larger recorded value makes
-// Open fail with base.ErrVersion.
-const FormatVersion = 1
+// Open fail with base.ErrVersion. Version 2 added blob frames and blob
+// references (docs/formats.md); a version-1 database holds neither (its
+// stored BlobThreshold is 0) and is read as it is.
+const FormatVersion = 2
+
+// Blob frames have logical addresses of their own (docs/formats.md): the
+// checkpoint that writes data file f gives its i-th blob the address
+// BlobAddr(f, i), with the top bit set, so blob addresses never meet the
+// page frames' counter (NextAddr) and need no counter of their own. A GC
+// rewrite moves a blob with its address, like any frame.
+const (
+	// BlobAddrBit is set in every blob address and in no other.
+	BlobAddrBit = 1 << 63
+	// MaxBlobsPerFile bounds the blobs one checkpoint writes.
+	MaxBlobsPerFile = 1 << blobFileShift
+	blobFileShift   = 24
+	// maxBlobFile is the largest file id whose blob addresses fit.
+	maxBlobFile = 1<<(63-blobFileShift) - 1
+)
+
+// BlobAddr returns the address of the i-th blob written with data file f
+// (i < MaxBlobsPerFile, f <= 2^39-1).
+func BlobAddr(f FileID, i uint64) uint64 {
+	return BlobAddrBit | uint64(f)<<blobFileShift | i
+}
+
+// IsBlobAddr reports whether a is a blob frame's address.
+func IsBlobAddr(a uint64) bool { return a&BlobAddrBit != 0 }
 
 // FileID names a data file (base.FileID). IDs come from the NextFileID
 // counter and are never reused; NoFile (0) is never a file.

@@ -22,7 +22,8 @@ import (
 //   - an added file is not NoFile, lies below post NextFileID and is not
 //     registered or retired; for every FileMeta 0 <= Live <= Total;
 //   - a removed range matches an existing range exactly; an added range is
-//     non-empty, ends at or below post NextAddr, names a file registered
+//     non-empty, ends at or below post NextAddr (a range of blob addresses:
+//     at or below BlobAddr(post NextFileID, 0)), names a file registered
 //     after AddFiles, and overlaps neither another added range nor a range
 //     that stays;
 //   - a removed page exists and is not also set; a set page has
@@ -86,7 +87,7 @@ func (s *State) check(e *Edit) error {
 	if err := s.checkStage(e, nextFile, isFile); err != nil {
 		return err
 	}
-	delta, cerr := s.checkRanges(e, nextAddr, isFile)
+	delta, cerr := s.checkRanges(e, nextAddr, FileID(nextFile), isFile)
 	if cerr != nil {
 		return cerr
 	}
@@ -268,7 +269,7 @@ func (s *State) checkStage(e *Edit, nextFile uint64, isFile func(FileID) bool) *
 
 // checkRanges validates RemoveRanges and AddRanges and returns, per file,
 // the change in the number of ranges naming it.
-func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) (map[FileID]int, *base.CorruptionError) {
+func (s *State) checkRanges(e *Edit, nextAddr uint64, nextFile FileID, isFile func(FileID) bool) (map[FileID]int, *base.CorruptionError) {
 	delta := make(map[FileID]int)
 	removed := make(map[uint64]struct{}, len(e.RemoveRanges))
 	for _, r := range e.RemoveRanges {
@@ -287,7 +288,9 @@ func (s *State) checkRanges(e *Edit, nextAddr uint64, isFile func(FileID) bool) 
 		switch {
 		case r.Lo >= r.Hi:
 			return nil, corruptf("empty range [%d,%d)", r.Lo, r.Hi)
-		case r.Hi > nextAddr:
+		case IsBlobAddr(r.Lo) && (nextFile > maxBlobFile || r.Hi > BlobAddr(nextFile, 0)):
+			return nil, corruptf("blob range [%#x,%#x) ends past the blobs of next file id %d", r.Lo, r.Hi, nextFile)
+		case !IsBlobAddr(r.Lo) && r.Hi > nextAddr:
 			return nil, corruptf("range [%d,%d) ends past next addr %d", r.Lo, r.Hi, nextAddr)
 		case !isFile(r.File):
 			return nil, corruptf("range [%d,%d) names file %d, which is not registered", r.Lo, r.Hi, r.File)

@@ -272,3 +272,39 @@ func TestCloneIndependent(t *testing.T) {
 		t.Fatalf("apply to a cloned zero State: %v", err)
 	}
 }
+
+// TestApplyBlobRanges: a range of blob addresses is bounded by the next
+// file id's blob block, not by NextAddr, and maps like any range (a GC
+// rewrite moves it to another file).
+func TestApplyBlobRanges(t *testing.T) {
+	s := baseState(t) // NextFileID 10, NextAddr 1000
+	ok := &Edit{AddRanges: []Range{{Lo: BlobAddr(3, 0), Hi: BlobAddr(3, 5), File: 3}}}
+	if err := s.Apply(ok); err != nil {
+		t.Fatalf("blob range of file 3: %v", err)
+	}
+	if id, found := s.FileOf(BlobAddr(3, 4)); !found || id != 3 {
+		t.Fatalf("FileOf(blob 3/4) = %d, %v", id, found)
+	}
+	if _, found := s.FileOf(BlobAddr(3, 5)); found {
+		t.Fatal("FileOf past the blob range found a file")
+	}
+	for _, bad := range []Range{
+		{Lo: BlobAddr(10, 0), Hi: BlobAddr(10, 1), File: 3}, // the next file id's block
+		{Lo: BlobAddr(3, 2), Hi: BlobAddr(3, 9), File: 1},   // overlaps
+		{Lo: 900, Hi: BlobAddr(0, 1), File: 1},              // a frame range running into blobs
+	} {
+		if err := s.Apply(&Edit{AddRanges: []Range{bad}}); err == nil {
+			t.Fatalf("range [%#x,%#x) applied", bad.Lo, bad.Hi)
+		}
+	}
+	// Moved by a rewrite.
+	mv := &Edit{RemoveRanges: []Range{{Lo: BlobAddr(3, 0), Hi: BlobAddr(3, 5), File: 3}},
+		AddRanges: []Range{{Lo: BlobAddr(3, 0), Hi: BlobAddr(3, 5), File: 2}}}
+	if err := s.Apply(mv); err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := s.FileOf(BlobAddr(3, 0)); id != 2 {
+		t.Fatalf("moved blob range maps to file %d", id)
+	}
+	checkIndexes(t, s)
+}

@@ -6,7 +6,9 @@
 // # Data files
 //
 // A checkpoint (or a GC rewrite) writes one data file: the frames it emits,
-// back to back in ascending logical-address order (each encoded by
+// blob frames included (their addresses, with the top bit set, come after
+// every page frame's; docs/formats.md), back to back in ascending
+// logical-address order (each encoded by
 // delta.AppendFrame, which carries its own CRC-32C), then a relocation
 // table, then a fixed 64-byte footer. Little endian throughout.
 //

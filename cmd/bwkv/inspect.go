@@ -316,6 +316,11 @@ data file's name inside DIR (e.g. 000001.data) or a path.`,
 				switch {
 				case fr.Base != nil:
 					what = fmt.Sprintf("base level %d, %d entries, %d keys", fr.Base.Level, fr.Base.Len(), fr.Base.Keys)
+					if n := len(fr.BlobRefs()); n > 0 {
+						what += fmt.Sprintf(", %d blob references", n)
+					}
+				case fr.Blob != nil:
+					what = fmt.Sprintf("blob %d bytes", len(fr.Blob))
 				case fr.Delta != nil:
 					d := fr.Delta
 					kind := "put"
@@ -326,6 +331,9 @@ data file's name inside DIR (e.g. 000001.data) or a path.`,
 						kind = "clr"
 					}
 					what = fmt.Sprintf("delta %s %s txid %d seq %d value %d bytes", kind, quote(d.Key), d.TxID, d.Seq, len(d.Value))
+					if refs := fr.BlobRefs(); len(refs) > 0 {
+						what = fmt.Sprintf("delta %s %s txid %d seq %d value in blob %d (%d bytes)", kind, quote(d.Key), d.TxID, d.Seq, refs[0].Ref.Addr, refs[0].Ref.Len)
+					}
 				}
 				if pid, ok := heads[addr]; ok && pid == fr.PID {
 					what += " (head)"
