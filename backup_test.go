@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 	"github.com/bwkv/bwkv/vfs"
@@ -139,6 +140,15 @@ func TestBackupRoundTrip(t *testing.T) {
 				writes.Add(1)
 			}
 		}(uint64(w))
+	}
+	// The writers must be running when the backup starts (on a busy
+	// machine the backup could otherwise finish before they are scheduled).
+	for start := time.Now(); writes.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatal("no writer got a write through in 30 s")
+		}
 	}
 	path := filepath.Join(dir, "backup")
 	f, err := os.Create(path)
