@@ -12,7 +12,6 @@ import (
 
 	"github.com/bwkv/bwkv"
 	"github.com/bwkv/bwkv/delta"
-	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -304,33 +303,11 @@ func TestBlobCorruption(t *testing.T) {
 // blobFrames counts the blob frames in dir's data files.
 func blobFrames(t *testing.T, fs vfs.FS, dir string) int {
 	t.Helper()
-	names, err := fs.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, name := range names {
-		if !strings.HasSuffix(name, ".data") {
-			continue
+	frameHeaders(t, fs, dir, func(h delta.FrameHeader) {
+		if h.Kind == delta.KindBlob {
+			n++
 		}
-		f, err := fs.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf, err := pool.OpenFile(f, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range pf.Addrs() {
-			_, h, err := pf.ReadRaw(nil, a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.Kind == delta.KindBlob {
-				n++
-			}
-		}
-		pf.Close()
-	}
+	})
 	return n
 }

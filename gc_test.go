@@ -396,9 +396,9 @@ func testGCPowerLoss(t *testing.T, gcMemOpts func(vfs.FS) *bwkv.Options) {
 	t.Logf("%d crash points over %d operations (stride %d); the full run's GC: %+v", checked, total, stride, gcs)
 }
 
-// frameCodecs counts the plain and the compressed frames of the data
-// files in dir.
-func frameCodecs(t *testing.T, fs vfs.FS, dir string) (plain, packed int) {
+// frameHeaders calls fn with the header of every frame in dir's data
+// files.
+func frameHeaders(t *testing.T, fs vfs.FS, dir string, fn func(delta.FrameHeader)) {
 	t.Helper()
 	names, err := fs.List(dir)
 	if err != nil {
@@ -421,14 +421,23 @@ func frameCodecs(t *testing.T, fs vfs.FS, dir string) (plain, packed int) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.Codec == delta.CodecNone {
-				plain++
-			} else {
-				packed++
-			}
+			fn(h)
 		}
 		pf.Close()
 	}
+}
+
+// frameCodecs counts the plain and the compressed frames of the data
+// files in dir.
+func frameCodecs(t *testing.T, fs vfs.FS, dir string) (plain, packed int) {
+	t.Helper()
+	frameHeaders(t, fs, dir, func(h delta.FrameHeader) {
+		if h.Codec == delta.CodecNone {
+			plain++
+		} else {
+			packed++
+		}
+	})
 	return plain, packed
 }
 

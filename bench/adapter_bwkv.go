@@ -29,11 +29,12 @@ func init() {
 }
 
 type bwkvEngine struct {
-	db   *bwkv.DB
-	sync bool
-	comp bwkv.Compression
-	blob int       // the blob threshold in effect (DB.Options)
-	bufs sync.Pool // *[]byte scratch for the get of a read-modify-write
+	db     *bwkv.DB
+	sync   bool
+	comp   bwkv.Compression
+	blob   int       // the blob threshold in effect (DB.Options)
+	report func()    // KVBENCH_BWKV_STATS: prints the event sums (nil: off)
+	bufs   sync.Pool // *[]byte scratch for the get of a read-modify-write
 }
 
 func openBwkv(cfg Config) (Engine, error) {
@@ -54,14 +55,15 @@ func openBwkv(cfg Config) (Engine, error) {
 		Compression:   comp,
 		BlobThreshold: cfg.ValueThreshold,
 	}
+	var report func()
 	if os.Getenv("KVBENCH_BWKV_STATS") != "" {
-		opts.EventListener = statsListener()
+		opts.EventListener, report = statsListener()
 	}
 	db, err := bwkv.Open(cfg.Dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	e := &bwkvEngine{db: db, sync: cfg.Durability == Durable, comp: comp, blob: db.Options().BlobThreshold}
+	e := &bwkvEngine{db: db, sync: cfg.Durability == Durable, comp: comp, blob: db.Options().BlobThreshold, report: report}
 	e.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
 	return e, nil
 }
@@ -190,12 +192,15 @@ func (e *bwkvEngine) Info() Info {
 }
 
 // statsListener sums stall, checkpoint and GC time for a profile session
-// (KVBENCH_BWKV_STATS): printed to stderr at Close, not in the result.
-func statsListener() *bwkv.EventListener {
+// (KVBENCH_BWKV_STATS); report prints the sums to stderr (at Close, not in
+// the result).
+func statsListener() (_ *bwkv.EventListener, report func()) {
 	var mu sync.Mutex
 	var stall, ckpt, gc time.Duration
 	var stalls, ckpts, rounds int
-	report := func() {
+	report = func() {
+		mu.Lock()
+		defer mu.Unlock()
 		fmt.Fprintf(os.Stderr, "bwkv events: %d stalls %v, %d checkpoints %v, %d gc rounds %v\n", stalls, stall, ckpts, ckpt, rounds, gc)
 	}
 	return &bwkv.EventListener{
@@ -210,19 +215,17 @@ func statsListener() *bwkv.EventListener {
 			mu.Lock()
 			rounds++
 			gc += i.Duration
-			if rounds%10 == 0 {
-				report()
-			}
 			mu.Unlock()
 		},
-	}
+	}, report
 }
 
 func (e *bwkvEngine) Close() error {
-	if os.Getenv("KVBENCH_BWKV_STATS") != "" {
-		// The engine's own counters (checkpoints, GC, stalls) for a
-		// profile session; not part of the result row.
+	if e.report != nil {
+		// The engine's own counters for a profile session; not part of
+		// the result row.
 		fmt.Fprintln(os.Stderr, e.db.Stats().String())
+		e.report()
 	}
 	return e.db.Close()
 }
