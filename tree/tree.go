@@ -59,7 +59,8 @@ type Env struct {
 // Stats counts structure modifications.
 type Stats struct {
 	Consolidations, Splits, RootSplits, Merges, Restarts, Loads uint64
-	// Hits counts page visits that found the page resident.
+	// Hits counts page visits that found the page resident (sampled: an
+	// estimate, see hitCounter).
 	Hits uint64
 	// SiblingHops counts iterator leaf crossings made by a right-sibling
 	// link instead of a descent from the root (RightLeaf).
@@ -403,7 +404,7 @@ func (t *Tree) RightLeaf(sibling uint64, low []byte) (*node.Page, error) {
 	if err != nil || p == nil || p.Removed || p.Base.Level != 0 || !bytes.Equal(p.Base.Low, low) {
 		return nil, err
 	}
-	t.siblingHops.add()
+	t.siblingHops.addExact()
 	if p.Stub == nil {
 		return p, nil
 	}
