@@ -12,9 +12,16 @@ const entryHeader = 21
 
 // Base is an immutable consolidated page. Leaf entries are versions; inner
 // entries map a separator key to a child PID (8-byte little-endian value).
+//
+// In memory the entries are laid out for searching and scanning: their
+// fixed fields sit in one contiguous array (ents), the keys back to back in
+// one buffer and the values in another, so walking keys or checking
+// versions touches consecutive memory instead of a cache line beside each
+// value. The frame format stores them as slab entries (appendPayload).
 type Base struct {
-	slab []byte
-	offs []uint32
+	ents []ent
+	keys []byte
+	vals []byte
 
 	// Low is the inclusive low fence (empty: minus infinity); High the
 	// exclusive high fence (nil: plus infinity).
@@ -40,33 +47,44 @@ type Base struct {
 	// Search index, built with the base: the entries' keys share their
 	// first cpl bytes (the first and last key's common prefix), and pfx[i]
 	// holds the 8 bytes of key i after that prefix, big endian and zero
-	// padded. A search compares these contiguous words first and touches
-	// entry headers only among equal words, instead of a cache miss per
-	// probe into the slab, where keys sit between values.
+	// padded. A search compares these contiguous words first and reads
+	// whole keys only among equal words.
 	prefix []byte // the first cpl bytes of the first key (a copy)
 	cpl    int
 	pfx    []uint64
 }
 
+// ent is one entry's fixed part: where its key and value lie in the
+// base's keys and vals buffers, and its version fields (32 bytes).
+type ent struct {
+	ko, kl, vo, vl uint32
+	txid           uint64
+	seq            uint32
+	flags          Flags
+}
+
+// entBytes is the memory one entry's fixed part and search word take.
+const entBytes = 32 + 8
+
 // summarize computes MaxTxID and Simple (at build and decode time).
 func (b *Base) summarize() {
-	b.Simple = b.Keys == len(b.offs)
+	b.Simple = b.Keys == len(b.ents)
 	b.MaxTxID = 0
 	b.Tombstones = false
-	for i := range b.offs {
-		h := b.slab[b.offs[i]:]
-		if t := binary.LittleEndian.Uint64(h[8:]); t > b.MaxTxID {
-			b.MaxTxID = t
+	for i := range b.ents {
+		e := &b.ents[i]
+		if e.txid > b.MaxTxID {
+			b.MaxTxID = e.txid
 		}
-		if Flags(h[20])&CLR != 0 {
+		if e.flags&CLR != 0 {
 			b.Simple = false
 		}
-		if Flags(h[20])&Tombstone != 0 {
+		if e.flags&Tombstone != 0 {
 			b.Tombstones = true
 		}
 	}
 	b.pfx, b.prefix, b.cpl = nil, nil, 0
-	if n := len(b.offs); n > 0 {
+	if n := len(b.ents); n > 0 {
 		first, last := b.KeyAt(0), b.KeyAt(n-1)
 		cpl := 0
 		for cpl < len(first) && cpl < len(last) && first[cpl] == last[cpl] {
@@ -98,7 +116,7 @@ func word(b []byte) uint64 {
 // bound returns the index of the first entry whose key is >= key, or
 // > key when strict.
 func (b *Base) bound(key []byte, strict bool) int {
-	n := len(b.offs)
+	n := len(b.ents)
 	if n == 0 {
 		return 0
 	}
@@ -138,8 +156,8 @@ func (b *Base) bound(key []byte, strict bool) int {
 	return lo
 }
 
-// Entry is one decoded slab entry. Its slices alias the base's slab, which
-// is immutable.
+// Entry is one decoded entry. Its slices alias the base's buffers, which
+// are immutable.
 type Entry struct {
 	Key, Value []byte
 	TxID       uint64
@@ -148,46 +166,40 @@ type Entry struct {
 }
 
 // Len returns the number of entries (versions).
-func (b *Base) Len() int { return len(b.offs) }
+func (b *Base) Len() int { return len(b.ents) }
 
-// Bytes returns the slab size, for accounting.
+// Bytes returns the memory the base holds, for accounting.
 func (b *Base) Bytes() int {
-	return len(b.slab) + 12*len(b.offs) + len(b.prefix) + len(b.Low) + len(b.High) + 96
+	return len(b.keys) + len(b.vals) + entBytes*len(b.ents) + len(b.prefix) + len(b.Low) + len(b.High) + 96
 }
 
 // KeyAt returns the key of entry i.
 func (b *Base) KeyAt(i int) []byte {
-	o := b.offs[i]
-	kl := binary.LittleEndian.Uint32(b.slab[o:])
-	s := o + entryHeader
-	return b.slab[s : s+kl : s+kl]
+	e := &b.ents[i]
+	return b.keys[e.ko : e.ko+e.kl : e.ko+e.kl]
 }
 
 // ValueAt returns the value of entry i.
 func (b *Base) ValueAt(i int) []byte {
-	o := b.offs[i]
-	kl := binary.LittleEndian.Uint32(b.slab[o:])
-	vl := binary.LittleEndian.Uint32(b.slab[o+4:])
-	s := o + entryHeader + kl
-	return b.slab[s : s+vl : s+vl]
+	e := &b.ents[i]
+	return b.vals[e.vo : e.vo+e.vl : e.vo+e.vl]
 }
 
 // FlagsAt returns the flags of entry i.
-func (b *Base) FlagsAt(i int) Flags { return Flags(b.slab[b.offs[i]+entryHeader-1]) }
+func (b *Base) FlagsAt(i int) Flags { return b.ents[i].flags }
+
+// TxIDAt returns the txid of entry i.
+func (b *Base) TxIDAt(i int) uint64 { return b.ents[i].txid }
 
 // At decodes entry i.
 func (b *Base) At(i int) Entry {
-	o := b.offs[i]
-	h := b.slab[o : o+entryHeader]
-	kl := binary.LittleEndian.Uint32(h[0:])
-	vl := binary.LittleEndian.Uint32(h[4:])
-	s := o + entryHeader
+	e := &b.ents[i]
 	return Entry{
-		Key:   b.slab[s : s+kl : s+kl],
-		Value: b.slab[s+kl : s+kl+vl : s+kl+vl],
-		TxID:  binary.LittleEndian.Uint64(h[8:]),
-		Seq:   binary.LittleEndian.Uint32(h[16:]),
-		Flags: Flags(h[20]),
+		Key:   b.keys[e.ko : e.ko+e.kl : e.ko+e.kl],
+		Value: b.vals[e.vo : e.vo+e.vl : e.vo+e.vl],
+		TxID:  e.txid,
+		Seq:   e.seq,
+		Flags: e.flags,
 	}
 }
 
@@ -228,38 +240,32 @@ func (b *Base) ChildAt(i int) uint64 {
 
 // Builder assembles a Base. The zero value is ready to use.
 type Builder struct {
-	slab    []byte
-	offs    []uint32
-	keys    int
-	lastKey []byte
+	ents       []ent
+	keys, vals []byte
+	nkeys      int
+	lastKey    []byte
 }
 
 // Add appends an entry. Entries must come in key order, versions of one key
 // newest first.
 func (bd *Builder) Add(key, value []byte, txid uint64, seq uint32, flags Flags) {
-	if len(bd.offs) == 0 || !bytes.Equal(bd.lastKey, key) {
-		bd.keys++
+	if len(bd.ents) == 0 || !bytes.Equal(bd.lastKey, key) {
+		bd.nkeys++
 	}
-	off := uint32(len(bd.slab))
-	var h [entryHeader]byte
-	binary.LittleEndian.PutUint32(h[0:], uint32(len(key)))
-	binary.LittleEndian.PutUint32(h[4:], uint32(len(value)))
-	binary.LittleEndian.PutUint64(h[8:], txid)
-	binary.LittleEndian.PutUint32(h[16:], seq)
-	h[20] = byte(flags)
-	bd.slab = append(bd.slab, h[:]...)
-	bd.slab = append(bd.slab, key...)
-	bd.slab = append(bd.slab, value...)
-	bd.offs = append(bd.offs, off)
-	s := off + entryHeader
-	bd.lastKey = bd.slab[s : s+uint32(len(key))]
+	ko, vo := uint32(len(bd.keys)), uint32(len(bd.vals))
+	bd.keys = append(bd.keys, key...)
+	bd.vals = append(bd.vals, value...)
+	bd.ents = append(bd.ents, ent{ko: ko, kl: uint32(len(key)), vo: vo, vl: uint32(len(value)), txid: txid, seq: seq, flags: flags})
+	bd.lastKey = bd.keys[ko:len(bd.keys):len(bd.keys)]
 }
 
-// Grow preallocates room for n more entries holding kvBytes of keys and
-// values in all, so building a page costs one slab allocation.
-func (bd *Builder) Grow(n, kvBytes int) {
-	bd.slab = slices.Grow(bd.slab, n*entryHeader+kvBytes)
-	bd.offs = slices.Grow(bd.offs, n)
+// Grow preallocates room for n more entries holding keyBytes of keys and
+// valBytes of values in all, so building a page costs one allocation per
+// buffer.
+func (bd *Builder) Grow(n, keyBytes, valBytes int) {
+	bd.keys = slices.Grow(bd.keys, keyBytes)
+	bd.vals = slices.Grow(bd.vals, valBytes)
+	bd.ents = slices.Grow(bd.ents, n)
 }
 
 // AddChild appends an inner entry mapping separator to child.
@@ -273,12 +279,13 @@ func (bd *Builder) AddChild(sep []byte, child uint64) {
 // not be used afterwards.
 func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {
 	b := &Base{
-		slab:    bd.slab,
-		offs:    bd.offs,
+		ents:    bd.ents,
+		keys:    bd.keys,
+		vals:    bd.vals,
 		Low:     clone(low),
 		Sibling: sibling,
 		Level:   level,
-		Keys:    bd.keys,
+		Keys:    bd.nkeys,
 	}
 	if high != nil {
 		b.High = clone(high)

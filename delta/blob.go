@@ -169,14 +169,11 @@ func (f *Frame) Materialize(fetch func(BlobRef) ([]byte, error)) error {
 	}
 	b := f.Base
 	var bd Builder
-	kv := 0
-	for i := range b.Len() {
-		kv += len(b.KeyAt(i)) + len(b.ValueAt(i))
-	}
+	kb, vb := len(b.keys), len(b.vals)
 	for _, v := range vals {
-		kv += len(v)
+		vb += len(v)
 	}
-	bd.Grow(b.Len(), kv)
+	bd.Grow(b.Len(), kb, vb)
 	j := 0
 	for i := range b.Len() {
 		e := b.At(i)

@@ -6,8 +6,10 @@
 //
 // A published record is never mutated (INV-M1); readers follow pointers
 // without locks and the Go GC reclaims what no state reaches. A base page
-// stores its entries in one byte slab plus an offset array, so the GC traces
-// two pointers per page instead of one per entry.
+// keeps its entries' fixed fields in one array, their keys back to back in
+// one buffer and their values in another, so the GC traces a few pointers
+// per page instead of one per entry, and a search or a scan that reads keys
+// and versions touches consecutive memory, not a line beside each value.
 //
 // Entries are ordered by key, and the versions of one key newest first. A
 // version is (txid, seq) plus flags: Tombstone for a delete, CLR for a

@@ -30,7 +30,7 @@ import (
 //	40   8     link        addr of the next-older frame of the page (0: none), < addr
 //	48         payload
 //
-// A delta's payload is one entry in the slab layout of base.go: key length
+// A delta's payload is one slab entry (appendEntry): key length
 // u32, value length u32, txid u64, seq u32, flags u8, key, value; an entry
 // with the Blob flag holds a 16-byte BlobRef as its value (blob.go). A
 // blob's payload is the value itself (a blob frame has link 0 and is never
@@ -48,8 +48,8 @@ import (
 // covers the compressed bytes, so damage is caught before any decoder
 // sees them, and a decoder error on bytes that pass it is corruption too.
 //
-// The entries are stored exactly as a slab entry, so the decoder copies
-// them in one piece and rebuilds the offset array while it validates them.
+// The decoder validates the entries where they lie, then copies them into
+// the in-memory layout of base.go (fields, keys and values apart).
 // The CRC covers the length field, so a damaged length cannot frame a
 // plausible record; every other field is validated after the CRC, so a
 // decoded plain frame re-encodes to the same bytes.

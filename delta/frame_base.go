@@ -7,56 +7,45 @@ import (
 	"fmt"
 )
 
-// entrySize returns the slab bytes of the entry at offset o.
-func (b *Base) entrySize(o uint32) int {
-	kl := binary.LittleEndian.Uint32(b.slab[o:])
-	vl := binary.LittleEndian.Uint32(b.slab[o+4:])
-	return entryHeader + int(kl) + int(vl)
-}
-
-// entryBytes returns the bytes the entries take when stored back to back.
+// entryBytes returns the bytes the entries take as slab entries (the
+// frame layout).
 func (b *Base) entryBytes() int {
-	n := 0
-	for _, o := range b.offs {
-		n += b.entrySize(o)
-	}
-	return n
+	return entryHeader*len(b.ents) + len(b.keys) + len(b.vals)
 }
 
 // checkEncodable reports a base the frame format cannot describe, or whose
 // decoding would be rejected for a reason that costs nothing to check here.
 func (b *Base) checkEncodable() error {
 	switch {
-	case b.Keys < 0 || b.Keys > len(b.offs) || (b.Keys == 0) != (len(b.offs) == 0):
-		return fmt.Errorf("base counts %d keys in %d entries", b.Keys, len(b.offs))
-	case b.Level > 0 && len(b.offs) == 0:
+	case b.Keys < 0 || b.Keys > len(b.ents) || (b.Keys == 0) != (len(b.ents) == 0):
+		return fmt.Errorf("base counts %d keys in %d entries", b.Keys, len(b.ents))
+	case b.Level > 0 && len(b.ents) == 0:
 		return errors.New("inner base with no children")
 	}
 	return nil
 }
 
-// appendPayload appends the base's frame payload (see frame.go). Entries
-// are copied one by one in offset-array order, so the stored slab is the
-// canonical back-to-back layout whatever the in-memory slab holds.
-// An entry named in refs is written with the Blob flag and its reference.
+// appendPayload appends the base's frame payload (see frame.go): the
+// entries one by one as slab entries, in order. An entry named in refs is
+// written with the Blob flag and its reference.
 func (b *Base) appendPayload(dst []byte, refs []EntryRef) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, b.Sibling)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(b.Keys))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.offs)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.ents)))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.Low)))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b.High)))
 	dst = append(dst, b.Level)
 	dst = append(dst, b.Low...)
 	dst = append(dst, b.High...)
-	for i, o := range b.offs {
+	for i := range b.ents {
+		e := b.At(i)
 		if len(refs) > 0 && refs[0].Index == i {
-			e := b.At(i)
 			var ref [BlobRefSize]byte
 			dst = appendEntry(dst, e.Key, AppendBlobRef(ref[:0], refs[0].Ref), e.TxID, e.Seq, e.Flags|Blob)
 			refs = refs[1:]
 			continue
 		}
-		dst = append(dst, b.slab[o:int(o)+b.entrySize(o)]...)
+		dst = appendEntry(dst, e.Key, e.Value, e.TxID, e.Seq, e.Flags)
 	}
 	return dst
 }
@@ -67,9 +56,10 @@ type baseFrame struct {
 	b Base
 }
 
-// decodeBaseFrame decodes and validates a base payload p. The fences and
-// entries are copied into one new buffer and validated there, so the
-// returned Base is exactly what was checked and aliases nothing of p.
+// decodeBaseFrame decodes and validates a base payload p. The entries are
+// validated in p, then their keys, values and fields are copied into the
+// base's buffers (the fences into one more), so the returned Base aliases
+// nothing of p; the copy is what was checked, as p is not shared.
 func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	const at = FrameHeaderSize
 	if len(p) < basePayloadFixed {
@@ -94,16 +84,13 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	case level > 0 && count == 0:
 		return nil, corrupt(at+12, "inner base (level %d) with no children", level)
 	}
-	buf := make([]byte, len(rest))
-	copy(buf, rest)
 	fences := int(lowLen) + int(highLen)
-	slab := buf[fences:]
+	slab := rest[fences:]
 	slabAt := at + basePayloadFixed + fences // the slab's offset in the frame
-	offs := make([]uint32, count)
 	var prev []byte
 	distinct := uint32(0)
-	off := 0
-	for i := range offs {
+	off, keyBytes := 0, 0
+	for i := uint32(0); i < count; i++ {
 		if len(slab)-off < entryHeader {
 			return nil, corrupt(slabAt+off, "entry %d: header overruns the slab", i)
 		}
@@ -130,7 +117,7 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 			return nil, corrupt(slabAt+off, "entry %d: key sorts before entry %d's", i, i-1)
 		}
 		prev = key
-		offs[i] = uint32(off)
+		keyBytes += int(kl)
 		off = ks + int(kl) + int(vl)
 	}
 	if off != len(slab) {
@@ -139,18 +126,32 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	if distinct != keys {
 		return nil, corrupt(at+8, "base counts %d keys, its entries hold %d", keys, distinct)
 	}
+	fenceBuf := make([]byte, fences)
+	copy(fenceBuf, rest[:fences])
+	var bd Builder
+	bd.Grow(int(count), keyBytes, len(slab)-int(count)*entryHeader-keyBytes)
+	off = 0
+	for range count {
+		kl := binary.LittleEndian.Uint32(slab[off:])
+		vl := binary.LittleEndian.Uint32(slab[off+4:])
+		ks := off + entryHeader
+		bd.Add(slab[ks:ks+int(kl)], slab[ks+int(kl):ks+int(kl)+int(vl)],
+			binary.LittleEndian.Uint64(slab[off+8:]), binary.LittleEndian.Uint32(slab[off+16:]), Flags(slab[off+20]))
+		off = ks + int(kl) + int(vl)
+	}
 	bf := &baseFrame{}
 	bf.b = Base{
-		slab:    slab,
-		offs:    offs,
-		Low:     buf[:lowLen:lowLen],
+		ents:    bd.ents,
+		keys:    bd.keys,
+		vals:    bd.vals,
+		Low:     fenceBuf[:lowLen:lowLen],
 		Sibling: sibling,
 		Level:   level,
 		Keys:    int(keys),
 		Addr:    h.Addr,
 	}
 	if hasHigh {
-		bf.b.High = buf[lowLen:fences:fences]
+		bf.b.High = fenceBuf[lowLen:fences:fences]
 	}
 	bf.b.summarize()
 	bf.f = Frame{Addr: h.Addr, PID: h.PID, LSN: h.LSN, Link: h.Link, Base: &bf.b}

@@ -349,11 +349,12 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 		if to < len(c.keyStart) {
 			e = c.keyStart[to]
 		}
-		size := 0
+		kb, vb := 0, 0
 		for _, v := range c.vers[s:e] {
-			size += len(v.key) + len(v.val)
+			kb += len(v.key)
+			vb += len(v.val)
 		}
-		bd.Grow(e-s, size)
+		bd.Grow(e-s, kb, vb)
 		for _, v := range c.vers[s:e] {
 			bd.Add(v.key, v.val, v.txid, v.seq, v.flags)
 		}
