@@ -156,6 +156,21 @@ func (b *Base) bound(key []byte, strict bool) int {
 	return lo
 }
 
+// KeyEqual reports whether entry i's key is key. When the lengths agree
+// and the key's bytes after the base's common prefix fit in a search word,
+// the word decides and the key bytes are not read (a point read then
+// touches the entry's fields and its value, not a third cache line).
+func (b *Base) KeyEqual(i int, key []byte) bool {
+	e := &b.ents[i]
+	if int(e.kl) != len(key) {
+		return false
+	}
+	if len(key)-b.cpl <= 8 && len(key) >= b.cpl && string(key[:b.cpl]) == string(b.prefix) {
+		return b.pfx[i] == word(key[b.cpl:])
+	}
+	return string(b.keys[e.ko:e.ko+e.kl]) == string(key)
+}
+
 // Entry is one decoded entry. Its slices alias the base's buffers, which
 // are immutable.
 type Entry struct {

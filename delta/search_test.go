@@ -59,6 +59,13 @@ func TestSearchIndex(t *testing.T) {
 			if got, want := b.bound(p, true), naiveBound(keys, p, true); got != want {
 				t.Fatalf("round %d: strict bound(%q) = %d, want %d over %q", round, p, got, want, keys)
 			}
+			// KeyEqual decides by the search word where it can; it
+			// must agree with a byte compare for every entry.
+			for i, k := range keys {
+				if got, want := b.KeyEqual(i, p), bytes.Equal(k, p); got != want {
+					t.Fatalf("round %d: KeyEqual(%d, %q) = %v, entry %q", round, i, p, got, k)
+				}
+			}
 		}
 	}
 }

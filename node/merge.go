@@ -96,10 +96,10 @@ func (p *Page) mergedRun(lo, hi []byte, scratch []ver, fn func(key []byte, vs []
 			ci++
 		}
 		for bi < b.Len() {
-			e := b.At(bi)
-			if !bytes.Equal(e.Key, key) {
+			if !b.KeyEqual(bi, key) {
 				break
 			}
+			e := b.At(bi)
 			run = append(run, ver{e.Key, e.Value, e.TxID, e.Seq, e.Flags})
 			bi++
 		}
@@ -406,10 +406,10 @@ func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, ovs []O
 		}
 		mask.reset()
 		for ; i < n; i++ {
-			e := b.At(i)
-			if !bytes.Equal(e.Key, key) {
+			if !b.KeyEqual(i, key) {
 				break
 			}
+			e := b.At(i)
 			switch {
 			case done:
 			case e.Flags&delta.CLR != 0:

@@ -131,10 +131,10 @@ func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 	}
 	b := p.Base
 	for i := b.Search(key); i < b.Len(); i++ {
-		e := b.At(i)
-		if !bytes.Equal(e.Key, key) {
+		if !b.KeyEqual(i, key) {
 			break
 		}
+		e := b.At(i)
 		if e.Flags&delta.CLR != 0 {
 			mask.add(e.TxID)
 			continue
@@ -183,10 +183,10 @@ func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 	}
 	b := p.Base
 	for i := b.Search(key); i < b.Len(); i++ {
-		e := b.At(i)
-		if !bytes.Equal(e.Key, key) {
+		if !b.KeyEqual(i, key) {
 			return
 		}
+		e := b.At(i)
 		if e.Flags&delta.CLR != 0 {
 			mask.add(e.TxID)
 			continue
@@ -214,10 +214,10 @@ func (p *Page) Has(key []byte, txid uint64, seq uint32) bool {
 	}
 	b := p.Base
 	for i := b.Search(key); i < b.Len(); i++ {
-		e := b.At(i)
-		if !bytes.Equal(e.Key, key) {
+		if !b.KeyEqual(i, key) {
 			return false
 		}
+		e := b.At(i)
 		if e.TxID == txid && e.Seq == seq {
 			return true
 		}
