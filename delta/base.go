@@ -52,6 +52,37 @@ type Base struct {
 	prefix []byte // the first cpl bytes of the first key (a copy)
 	cpl    int
 	pfx    []uint64
+
+	// inl holds the fences and the search prefix when they fit (used
+	// bytes taken): a descent compares a key with Low and the prefix on
+	// every page it visits, and bytes inside the Base cost no cache miss
+	// of their own.
+	inl  [baseInline]byte
+	used uint8
+}
+
+// baseInline is the room inside a Base for its fences and search prefix.
+const baseInline = 96
+
+// room returns n bytes of the base's inline room if they fit, else a new
+// slice.
+func (b *Base) room(n int) []byte {
+	if u := int(b.used); u+n <= baseInline {
+		b.used += uint8(n)
+		return b.inl[u : u+n : u+n]
+	}
+	return make([]byte, n)
+}
+
+// setFences copies low and, with hasHigh, high into the base.
+func (b *Base) setFences(low, high []byte, hasHigh bool) {
+	b.Low = b.room(len(low))
+	copy(b.Low, low)
+	b.High = nil
+	if hasHigh {
+		b.High = b.room(len(high))
+		copy(b.High, high)
+	}
 }
 
 // ent is one entry's fixed part: where its key and value lie in the
@@ -91,7 +122,8 @@ func (b *Base) summarize() {
 			cpl++
 		}
 		b.cpl = cpl
-		b.prefix = bytes.Clone(first[:cpl])
+		b.prefix = b.room(cpl)
+		copy(b.prefix, first[:cpl])
 		b.pfx = make([]uint64, n)
 		for i := range b.pfx {
 			b.pfx[i] = word(b.KeyAt(i)[cpl:])
@@ -185,7 +217,11 @@ func (b *Base) Len() int { return len(b.ents) }
 
 // Bytes returns the memory the base holds, for accounting.
 func (b *Base) Bytes() int {
-	return len(b.keys) + len(b.vals) + entBytes*len(b.ents) + len(b.prefix) + len(b.Low) + len(b.High) + 96
+	n := len(b.keys) + len(b.vals) + entBytes*len(b.ents) + 96 + baseInline
+	if f := len(b.prefix) + len(b.Low) + len(b.High); f > int(b.used) {
+		n += f - int(b.used) // fences or prefix that did not fit inline
+	}
+	return n
 }
 
 // KeyAt returns the key of entry i.
@@ -297,21 +333,12 @@ func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {
 		ents:    bd.ents,
 		keys:    bd.keys,
 		vals:    bd.vals,
-		Low:     clone(low),
 		Sibling: sibling,
 		Level:   level,
 		Keys:    bd.nkeys,
 	}
-	if high != nil {
-		b.High = clone(high)
-	}
+	b.setFences(low, high, high != nil)
 	b.summarize()
 	*bd = Builder{}
 	return b
-}
-
-func clone(b []byte) []byte {
-	c := make([]byte, len(b))
-	copy(c, b)
-	return c
 }

@@ -126,8 +126,6 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	if distinct != keys {
 		return nil, corrupt(at+8, "base counts %d keys, its entries hold %d", keys, distinct)
 	}
-	fenceBuf := make([]byte, fences)
-	copy(fenceBuf, rest[:fences])
 	var bd Builder
 	bd.Grow(int(count), keyBytes, len(slab)-int(count)*entryHeader-keyBytes)
 	off = 0
@@ -144,15 +142,12 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 		ents:    bd.ents,
 		keys:    bd.keys,
 		vals:    bd.vals,
-		Low:     fenceBuf[:lowLen:lowLen],
 		Sibling: sibling,
 		Level:   level,
 		Keys:    int(keys),
 		Addr:    h.Addr,
 	}
-	if hasHigh {
-		bf.b.High = fenceBuf[lowLen:fences:fences]
-	}
+	bf.b.setFences(rest[:lowLen], rest[lowLen:fences], hasHigh)
 	bf.b.summarize()
 	bf.f = Frame{Addr: h.Addr, PID: h.PID, LSN: h.LSN, Link: h.Link, Base: &bf.b}
 	return &bf.f, nil
