@@ -21,7 +21,7 @@ const ExtraHeader = "hdr_p50_us,hdr_p99_us,hdr_p999_us,hdr_max_us,gc_cpu_fractio
 	"peak_heap_bytes,alloc_bytes_per_op,alloc_objects_per_op,disk_bytes,space_amp,go_version,gomaxprocs," +
 	"engine_durability,update_mode,cache_bytes,value_threshold,seed,repeat,prefill_secs,settle_secs,cpu_us_per_op," +
 	"logical_bytes,settled_disk_bytes,settled_space_amp,write_bytes,user_bytes,write_amp,wchar_bytes," +
-	"cancelled_write_bytes,post_settle_secs"
+	"cancelled_write_bytes,post_settle_secs,value_kind,compression"
 
 // Header is the full CSV header of a kvbench result file.
 const Header = KVBenchHeader + "," + ExtraHeader
@@ -93,6 +93,8 @@ type Result struct {
 	WriteAmp                       float64
 	WChar, CancelledWriteBytes     uint64
 	PostSettleSecs                 float64
+	// ValueKind and Compression are --value-kind and --compression.
+	ValueKind, Compression string
 }
 
 // StdoutLine is the one line `kvbench run` prints (kv_bench's format).
@@ -128,7 +130,7 @@ func (r *Result) Fields() []string {
 		u(r.Seed), i(r.Repeat), f(r.PrefillSecs, 2), f(r.SettleSecs, 2), f(r.CPUUsPerOp, 3),
 		strconv.FormatInt(r.LogicalBytes, 10), strconv.FormatInt(r.SettledDiskBytes, 10),
 		f(r.SettledSpaceAmp, 3), u(r.WriteBytes), u(r.UserBytes), f(r.WriteAmp, 3), u(r.WChar),
-		u(r.CancelledWriteBytes), f(r.PostSettleSecs, 2),
+		u(r.CancelledWriteBytes), f(r.PostSettleSecs, 2), clean(r.ValueKind), clean(r.Compression),
 	}
 }
 
@@ -204,6 +206,7 @@ func ReadCSV(rd io.Reader) ([]Result, error) {
 			SettledSpaceAmp: p.f("settled_space_amp"), WriteBytes: p.u("write_bytes"),
 			UserBytes: p.u("user_bytes"), WriteAmp: p.f("write_amp"), WChar: p.u("wchar_bytes"),
 			CancelledWriteBytes: p.u("cancelled_write_bytes"), PostSettleSecs: p.f("post_settle_secs"),
+			ValueKind: p.s("value_kind"), Compression: p.s("compression"),
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("row %d: %w", n+2, p.err)

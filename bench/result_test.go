@@ -58,7 +58,7 @@ func sampleResult() Result {
 		Seed: 18446744073709551615, Repeat: 2, PrefillSecs: 1.5, SettleSecs: 0.25, CPUUsPerOp: 3.125,
 		LogicalBytes: 211200000, SettledDiskBytes: 250000000, SettledSpaceAmp: 1.184,
 		WriteBytes: 9000000000, UserBytes: 3000000000, WriteAmp: 3, WChar: 8000000000,
-		CancelledWriteBytes: 4096, PostSettleSecs: 12.5,
+		CancelledWriteBytes: 4096, PostSettleSecs: 12.5, ValueKind: "text", Compression: "fast",
 	}
 }
 
@@ -114,7 +114,7 @@ func TestReadCSVKVBenchOnly(t *testing.T) {
 // columns were appended (the header of commit 5363cf0): every older column
 // parses and the space columns stay zero.
 func TestReadCSVBeforeSpaceColumns(t *testing.T) {
-	old := strings.TrimSuffix(Header, ",logical_bytes,settled_disk_bytes,settled_space_amp,write_bytes,user_bytes,write_amp,wchar_bytes,cancelled_write_bytes,post_settle_secs")
+	old := strings.TrimSuffix(Header, ",logical_bytes,settled_disk_bytes,settled_space_amp,write_bytes,user_bytes,write_amp,wchar_bytes,cancelled_write_bytes,post_settle_secs,value_kind,compression")
 	if old == Header {
 		t.Fatal("the space columns are not the end of Header")
 	}
@@ -132,6 +132,7 @@ func TestReadCSVBeforeSpaceColumns(t *testing.T) {
 	want.LogicalBytes, want.SettledDiskBytes, want.SettledSpaceAmp = 0, 0, 0
 	want.WriteBytes, want.UserBytes, want.WriteAmp = 0, 0, 0
 	want.WChar, want.CancelledWriteBytes, want.PostSettleSecs = 0, 0, 0
+	want.ValueKind, want.Compression = "", ""
 	if len(rows) != 1 || rows[0] != want {
 		t.Fatalf("old row:\n got %+v\nwant %+v", rows, want)
 	}

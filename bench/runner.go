@@ -256,6 +256,10 @@ func Run(o RunOptions) (*Result, error) {
 		}
 	}
 	r.PostSettleSecs = postSettleSecs
+	r.ValueKind, r.Compression = o.ValueKind, o.Compression
+	if r.Compression == "" {
+		r.Compression = "none"
+	}
 	r.UserBytes = uint64(int64(nkeys)*pair) + m.userBytes
 	if ioOK {
 		r.WriteBytes, r.WChar, r.CancelledWriteBytes = ioDelta.WriteBytes, ioDelta.WChar, ioDelta.CancelledWriteBytes
