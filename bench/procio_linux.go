@@ -16,6 +16,9 @@ func readProcIO() (c ProcIO, ok bool) {
 	return parseProcIO(b)
 }
 
-// syncAll asks the kernel to write back every dirty page (sync(2)), so
-// the directory's block allocation is final when it is measured.
+// syncAll asks the kernel to write back every dirty page (sync(2))
+// before the counters are read at the end of a run. write_bytes is
+// charged when a page is dirtied, not at its writeback, so this changes
+// the counters little; it keeps the run's pending writeback from landing
+// on the next run.
 func syncAll() { syscall.Sync() }
