@@ -171,6 +171,28 @@ func (e *badgerEngine) Settle() error {
 	return e.db.Flatten(2)
 }
 
+// SettleSpace is the post-measure settle (--settle-after): Sync, Flatten,
+// then value-log GC (discard ratio 0.5) until Badger reports nothing to
+// rewrite, at most badgerGCRounds rounds.
+func (e *badgerEngine) SettleSpace() error {
+	if err := e.Settle(); err != nil {
+		return err
+	}
+	for i := 0; i < badgerGCRounds; i++ {
+		err := e.db.RunValueLogGC(0.5)
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("badger value-log GC: %w", err)
+		}
+	}
+	return nil
+}
+
+// badgerGCRounds bounds the value-log GC loop of SettleSpace.
+const badgerGCRounds = 100
+
 func (e *badgerEngine) Info() Info {
 	return Info{
 		Durability: fmt.Sprintf("badger.SyncWrites=%t", e.sync),

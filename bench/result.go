@@ -19,7 +19,9 @@ const KVBenchHeader = "engine,workload_id,mode,durability_mode,threads,key_size,
 // ExtraHeader lists the columns kvbench appends after kv_bench's 27.
 const ExtraHeader = "hdr_p50_us,hdr_p99_us,hdr_p999_us,hdr_max_us,gc_cpu_fraction,gc_pause_p99_us,gc_pauses," +
 	"peak_heap_bytes,alloc_bytes_per_op,alloc_objects_per_op,disk_bytes,space_amp,go_version,gomaxprocs," +
-	"engine_durability,update_mode,cache_bytes,value_threshold,seed,repeat,prefill_secs,settle_secs,cpu_us_per_op"
+	"engine_durability,update_mode,cache_bytes,value_threshold,seed,repeat,prefill_secs,settle_secs,cpu_us_per_op," +
+	"logical_bytes,settled_disk_bytes,settled_space_amp,write_bytes,user_bytes,write_amp,wchar_bytes," +
+	"cancelled_write_bytes,post_settle_secs,value_kind,compression"
 
 // Header is the full CSV header of a kvbench result file.
 const Header = KVBenchHeader + "," + ExtraHeader
@@ -74,6 +76,25 @@ type Result struct {
 	// phase (getrusage; background work included) per op: a cost that a
 	// busy machine disturbs less than ops/s.
 	CPUUsPerOp float64
+
+	// The space columns (bench/README.md, "Space and write
+	// amplification"). LogicalBytes is live keys x (key+value) at the
+	// end; SettledDiskBytes the directory after the post-measure settle
+	// (--settle-after; 0 when it is off) and SettledSpaceAmp it over
+	// LogicalBytes. WriteBytes, WChar and CancelledWriteBytes are the
+	// process's /proc/self/io counters over the run (open to the end of
+	// the settle; 0 where /proc/self/io is unavailable); UserBytes the
+	// key+value bytes the workload committed, prefill and warm-up
+	// included; WriteAmp is WriteBytes / UserBytes. PostSettleSecs is the
+	// length of the post-measure settle.
+	LogicalBytes, SettledDiskBytes int64
+	SettledSpaceAmp                float64
+	WriteBytes, UserBytes          uint64
+	WriteAmp                       float64
+	WChar, CancelledWriteBytes     uint64
+	PostSettleSecs                 float64
+	// ValueKind and Compression are --value-kind and --compression.
+	ValueKind, Compression string
 }
 
 // StdoutLine is the one line `kvbench run` prints (kv_bench's format).
@@ -107,6 +128,9 @@ func (r *Result) Fields() []string {
 		f(r.SpaceAmp, 3), clean(r.GoVersion), i(r.GOMAXPROCS), clean(r.EngineDurability),
 		clean(r.UpdateMode), strconv.FormatInt(r.CacheBytes, 10), i(r.ValueThreshold),
 		u(r.Seed), i(r.Repeat), f(r.PrefillSecs, 2), f(r.SettleSecs, 2), f(r.CPUUsPerOp, 3),
+		strconv.FormatInt(r.LogicalBytes, 10), strconv.FormatInt(r.SettledDiskBytes, 10),
+		f(r.SettledSpaceAmp, 3), u(r.WriteBytes), u(r.UserBytes), f(r.WriteAmp, 3), u(r.WChar),
+		u(r.CancelledWriteBytes), f(r.PostSettleSecs, 2), clean(r.ValueKind), clean(r.Compression),
 	}
 }
 
@@ -178,6 +202,11 @@ func ReadCSV(rd io.Reader) ([]Result, error) {
 			CacheBytes: int64(p.u("cache_bytes")), ValueThreshold: p.i("value_threshold"),
 			Seed: p.u("seed"), Repeat: p.i("repeat"), PrefillSecs: p.f("prefill_secs"),
 			SettleSecs: p.f("settle_secs"), CPUUsPerOp: p.f("cpu_us_per_op"),
+			LogicalBytes: int64(p.u("logical_bytes")), SettledDiskBytes: int64(p.u("settled_disk_bytes")),
+			SettledSpaceAmp: p.f("settled_space_amp"), WriteBytes: p.u("write_bytes"),
+			UserBytes: p.u("user_bytes"), WriteAmp: p.f("write_amp"), WChar: p.u("wchar_bytes"),
+			CancelledWriteBytes: p.u("cancelled_write_bytes"), PostSettleSecs: p.f("post_settle_secs"),
+			ValueKind: p.s("value_kind"), Compression: p.s("compression"),
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("row %d: %w", n+2, p.err)

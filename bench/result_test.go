@@ -56,6 +56,9 @@ func sampleResult() Result {
 		GoVersion: "go1.26", GOMAXPROCS: 2, EngineDurability: "bwkv.DurabilityRelaxed, x",
 		UpdateMode: "rmw_txn", CacheBytes: 256 << 20, ValueThreshold: 8192,
 		Seed: 18446744073709551615, Repeat: 2, PrefillSecs: 1.5, SettleSecs: 0.25, CPUUsPerOp: 3.125,
+		LogicalBytes: 211200000, SettledDiskBytes: 250000000, SettledSpaceAmp: 1.184,
+		WriteBytes: 9000000000, UserBytes: 3000000000, WriteAmp: 3, WChar: 8000000000,
+		CancelledWriteBytes: 4096, PostSettleSecs: 12.5, ValueKind: "text", Compression: "fast",
 	}
 }
 
@@ -104,6 +107,42 @@ func TestReadCSVKVBenchOnly(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0].Engine != "mace" || rows[0].P99 != 4 || rows[0].HDRP99 != 0 {
 		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// TestReadCSVBeforeSpaceColumns reads a row written before the space
+// columns were appended (the header of commit 5363cf0): every older column
+// parses and the space columns stay zero.
+func TestReadCSVBeforeSpaceColumns(t *testing.T) {
+	old := strings.TrimSuffix(Header, ",logical_bytes,settled_disk_bytes,settled_space_amp,write_bytes,user_bytes,write_amp,wchar_bytes,cancelled_write_bytes,post_settle_secs,value_kind,compression")
+	if old == Header {
+		t.Fatal("the space columns are not the end of Header")
+	}
+	r := sampleResult()
+	fields := r.Fields()
+	n := len(strings.Split(old, ","))
+	in := old + "\n" + strings.Join(fields[:n], ",") + "\n"
+	rows, err := ReadCSV(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := r
+	want.Ops = 12345
+	want.EngineDurability = "bwkv.DurabilityRelaxed  x"
+	want.LogicalBytes, want.SettledDiskBytes, want.SettledSpaceAmp = 0, 0, 0
+	want.WriteBytes, want.UserBytes, want.WriteAmp = 0, 0, 0
+	want.WChar, want.CancelledWriteBytes, want.PostSettleSecs = 0, 0, 0
+	want.ValueKind, want.Compression = "", ""
+	if len(rows) != 1 || rows[0] != want {
+		t.Fatalf("old row:\n got %+v\nwant %+v", rows, want)
+	}
+	// An old file and a new one concatenated (report over both): the
+	// first header names the columns, so the new row's extra fields are
+	// ignored, not misread.
+	in += Header + "\n" + strings.Join(fields, ",") + "\n"
+	rows, err = ReadCSV(strings.NewReader(in))
+	if err != nil || len(rows) != 2 || rows[1] != want {
+		t.Fatalf("concatenated: %v %+v", err, rows)
 	}
 }
 

@@ -39,6 +39,12 @@ type RunOptions struct {
 	Seed           uint64 // 0: from the clock
 	Repeat         int    // recorded in the row (set by matrix)
 	Progress       bool
+	// SettleAfter, when > 0, adds the post-measure settle phase
+	// (--settle-after): writes stop, the engine settles (SpaceSettler, or
+	// Settle), and the directory is measured once its size has held for
+	// settleStableSamples samples a second apart, or after SettleAfter
+	// seconds, whichever comes first. 0 leaves it out.
+	SettleAfter int
 	// CPUProfile, when set, receives a CPU profile of the measure phase.
 	CPUProfile string
 	// MemProfile, when set, receives the allocation profile at the end of
@@ -83,6 +89,9 @@ func (o *RunOptions) Validate() error {
 	}
 	if o.ScanLen <= 0 {
 		errs = append(errs, errors.New("--scan-len must be > 0"))
+	}
+	if o.SettleAfter < 0 {
+		errs = append(errs, errors.New("--settle-after must be >= 0 (0: no post-measure settle)"))
 	}
 	if _, err := LookupWorkload(o.Workload); err != nil {
 		errs = append(errs, err)
@@ -161,6 +170,7 @@ func Run(o RunOptions) (*Result, error) {
 		}
 	}()
 
+	ioStart, ioOK := readProcIO()
 	t0 := time.Now()
 	values, err := NewValues(ValueKind(o.ValueKind), o.ValueSize, o.Seed)
 	if err != nil {
@@ -183,6 +193,25 @@ func Run(o RunOptions) (*Result, error) {
 
 	info := eng.Info()
 	disk := DiskBytes(o.Path)
+	var settledDisk int64
+	var postSettleSecs float64
+	if o.SettleAfter > 0 {
+		t0 = time.Now()
+		settledDisk, err = settleSpace(eng, o.Path, time.Duration(o.SettleAfter)*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("post-measure settle: %w", err)
+		}
+		postSettleSecs = time.Since(t0).Seconds()
+	}
+	// Before Close: a close's own flush is not part of the run.
+	var ioDelta ProcIO
+	if ioOK {
+		syncAll()
+		end, ok := readProcIO()
+		if ioOK = ok; ok {
+			ioDelta = end.Sub(ioStart)
+		}
+	}
 	if err := eng.Close(); err != nil {
 		return nil, fmt.Errorf("close: %w", err)
 	}
@@ -215,8 +244,28 @@ func Run(o RunOptions) (*Result, error) {
 		r.CPUUsPerOp = float64(m.cpu.Microseconds()) / float64(m.total)
 		r.AllocObjectsPerOp = float64(m.rt.AllocObjects) / float64(m.total)
 	}
-	if logical := int64(nkeys) * int64(o.KeySize+o.ValueSize); logical > 0 {
+	pair := int64(o.KeySize + o.ValueSize)
+	if logical := int64(nkeys) * pair; logical > 0 {
 		r.SpaceAmp = float64(disk) / float64(logical)
+		// Every workload overwrites ids of the prefill: the live keys at
+		// the end are the prefill's.
+		r.LogicalBytes = logical
+		if settledDisk > 0 {
+			r.SettledDiskBytes = settledDisk
+			r.SettledSpaceAmp = float64(settledDisk) / float64(logical)
+		}
+	}
+	r.PostSettleSecs = postSettleSecs
+	r.ValueKind, r.Compression = o.ValueKind, o.Compression
+	if r.Compression == "" {
+		r.Compression = "none"
+	}
+	r.UserBytes = uint64(int64(nkeys)*pair) + m.userBytes
+	if ioOK {
+		r.WriteBytes, r.WChar, r.CancelledWriteBytes = ioDelta.WriteBytes, ioDelta.WChar, ioDelta.CancelledWriteBytes
+		if r.UserBytes > 0 {
+			r.WriteAmp = float64(r.WriteBytes) / float64(r.UserBytes)
+		}
 	}
 	return r, nil
 }
@@ -278,6 +327,7 @@ func putRange(eng Engine, lo, hi, keySize int, values *Values, key *[]byte) erro
 
 type measured struct {
 	total, errs uint64
+	userBytes   uint64 // key+value bytes of the updates that succeeded, warm-up included
 	elapsed     time.Duration
 	cpu         time.Duration // process CPU (user+system) during the phase
 	lat         *Latency
@@ -293,6 +343,7 @@ type worker struct {
 	values          *Values
 	lat             *Latency
 	total, errs     uint64
+	userBytes       uint64 // key+value bytes of successful updates (warm-up included)
 	firstErrLogged  bool
 	eng             Engine
 	w               Workload
@@ -312,7 +363,10 @@ func (wk *worker) op(timed bool) {
 		wk.buf, err = wk.eng.Read(wk.buf[:0], wk.key, wk.path)
 	case OpUpdate:
 		wk.key = AppendKey(wk.key[:0], id, wk.keySize)
-		err = wk.eng.Update(wk.key, wk.values.At(id+wk.total))
+		v := wk.values.At(id + wk.total)
+		if err = wk.eng.Update(wk.key, v); err == nil {
+			wk.userBytes += uint64(len(wk.key) + len(v))
+		}
 	case OpScan:
 		wk.lo = AppendPrefix(wk.lo[:0], id)
 		wk.hi = PrefixUpperBound(wk.hi[:0], wk.lo)
@@ -465,6 +519,7 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 	for _, wk := range workers {
 		m.total += wk.total
 		m.errs += wk.errs
+		m.userBytes += wk.userBytes
 		m.lat.Merge(wk.lat)
 	}
 	return m, nil

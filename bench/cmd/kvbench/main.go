@@ -99,6 +99,7 @@ func cmdRun(args []string) error {
 	fs.Uint64Var(&o.Seed, "seed", 0, "RNG seed (0: from the clock; recorded in the row)")
 	fs.IntVar(&o.Repeat, "repeat", 0, "repeat number recorded in the row (set by matrix)")
 	fs.BoolVar(&o.Progress, "progress", bench.ProgressAuto(), "progress bars on stderr")
+	fs.IntVar(&o.SettleAfter, "settle-after", 0, "post-measure settle: stop writes, settle the engine, measure the directory once its size holds for 10 s or after this many seconds (0: off)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the measure phase")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write allocation profiles at the start (FILE.base) and end (FILE) of the measure phase")
 	if err := fs.Parse(args); err != nil {
