@@ -90,184 +90,45 @@ type pageFrames struct {
 	head uint64
 }
 
-// Run writes and publishes the sealed generation g.
+// Run writes and publishes the sealed generation g, in the order of the
+// package doc: the log, the data file, one manifest commit, then the
+// frames are marked durable and the log below analysisStart recycled.
 func Run(e *Env, g *generation.Gen) (Result, error) {
 	start := time.Now()
 	res := Result{Frontier: g.Frontier}
 	published := e.Gens.Published()
 
 	// (1) Transactions whose outcome may not be durable, then the log.
-	analysisStart := g.Frontier
-	if first, ok := e.OldestActive(); ok && first < analysisStart {
-		analysisStart = first
-	}
+	analysisStart, logSynced, err := syncLog(e, g)
 	res.AnalysisStart = analysisStart
-	err := failpoints.Hit(failpoints.CheckpointWALSync)
-	if err == nil && !failpoints.Skip(failpoints.MutCheckpointNoWALSync) {
-		err = e.WAL.Sync(e.WAL.Head())
-	}
 	if err != nil {
-		return res, fmt.Errorf("%w: %w", ErrLogSync, err)
+		return res, err
 	}
-	// Recorded in the manifest: a log that later ends, or is damaged,
-	// below this LSN lost bytes that were durable (wal package doc).
-	logSynced := uint64(e.WAL.DurableLSN())
-
-	// Gather the sealed states' unwritten frames.
-	var frames []*delta.Frame
-	var pages []pageFrames
-	var removed []uint64
-	var changes []gc.Change      // for the Ledger
-	var written [][]*delta.Frame // per change: the frames written (unsorted)
-	bl := newBlobs(e)
-	for _, pid := range g.Dirty() {
-		st := e.Table.Load(pid)
-		if pin, ok := g.Pinned(pid); ok {
-			st = pin
-		}
-		if st == nil {
-			continue // never loaded, never changed: nothing to write
-		}
-		if st.Removed {
-			removed = append(removed, uint64(pid))
-			changes = append(changes, gc.Change{PID: uint64(pid), Removed: true})
-			written = append(written, nil)
-			continue
-		}
-		if failpoints.Skip(failpoints.MutCheckpointDropPage) {
-			continue
-		}
-		head := st.Base.Addr
-		if st.Head != nil {
-			head = st.Head.Addr
-		}
-		n := len(frames)
-		d := st.Head
-		for ; d != nil && d.Addr > published; d = d.Next {
-			link := st.Base.Addr
-			if d.Next != nil {
-				link = d.Next.Addr
-			}
-			frames = append(frames, &delta.Frame{Addr: d.Addr, PID: uint64(pid), LSN: d.LSN, Link: link, Delta: d})
-		}
-		// keep: the newest already-durable frame the state reaches.
-		keep := st.Base.Addr
-		if d != nil {
-			keep = d.Addr
-		} else if st.Base.Addr > published {
-			keep = 0
-			frames = append(frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
-		}
-		bl.page(uint64(pid), frames[n:])
-		if len(frames) > n || head > published {
-			pages = append(pages, pageFrames{pid, head})
-			if e.Ledger != nil {
-				changes = append(changes, gc.Change{PID: uint64(pid), Keep: keep})
-				written = append(written, slices.Clone(frames[n:]))
-			}
-		}
-	}
-	slices.SortFunc(frames, func(a, b *delta.Frame) int { return cmp.Compare(a.Addr, b.Addr) })
-	res.Frames = int64(len(frames))
+	gt := gather(e, g, published)
+	res.Frames = int64(len(gt.frames))
 	res.Skipped = max(0, g.Frames()-res.Frames)
-
-	// Point lookups in the live manifest state: the checkpointer is its
-	// only committer, and a copy would cost O(pages) per publish.
-	nextFile, formatVersion := e.Manifest.Counters()
-	edit := &manifest.Edit{
-		Has:           manifest.HasNextPID | manifest.HasNextAddr | manifest.HasOracle | manifest.HasFrontier | manifest.HasAnalysisStart | manifest.HasLogSynced,
-		LogSynced:     logSynced,
-		NextPID:       uint64(e.Table.Next()),
-		NextAddr:      g.SnapAddr + 1,
-		Oracle:        e.Oracle(),
-		Frontier:      g.Frontier,
-		AnalysisStart: analysisStart,
-	}
-	if formatVersion == 0 {
-		edit.Has |= manifest.HasFormatVersion | manifest.HasOptions
-		edit.FormatVersion = manifest.FormatVersion
-		edit.Options = e.Format
-	}
-	if len(frames) > 0 {
-		// (2) Record the file id, then create the file.
-		id := nextFile
-		err := failpoints.Hit(failpoints.CheckpointFileID)
-		if err == nil {
-			err = e.Manifest.Commit(&manifest.Edit{Has: manifest.HasNextFileID, NextFileID: id + 1})
-		}
-		if err != nil {
-			return res, fmt.Errorf("checkpoint: reserve file id: %w", err)
-		}
+	edit := newEdit(e, g, analysisStart, logSynced)
+	if len(gt.frames) > 0 {
 		if e.Writing != nil {
-			e.Writing.Store(uint64(id))
-			defer e.Writing.Store(0)
+			defer e.Writing.Store(0) // the file is named by the commit below, or abandoned
 		}
-		// The new blobs get their addresses from the file id; their
-		// frames follow the page frames (blob addresses are above
-		// every other).
-		blobFrames, err := bl.place(id)
-		if err != nil {
+		// (2) and (3).
+		if err := writeData(e, g, published, gt, edit, &res); err != nil {
 			return res, err
-		}
-		res.Blobs, res.BlobBytes, res.BlobsReused = int64(len(blobFrames)), bl.bytes, bl.reused
-		frames = append(frames, blobFrames...)
-		for i := range changes {
-			if !changes[i].Removed {
-				changes[i].Written = extents(written[i])
-			}
-		}
-		info, stored, err := writeFile(e, id, frames)
-		if err != nil {
-			// Abandoned: remove the partial file (best effort; Open
-			// removes any data file the manifest does not name).
-			_ = e.FS.Remove(filepath.Join(e.Dir, DataFileName(id)))
-			return res, err
-		}
-		res.File, res.Bytes = id, info.Size
-		// The ledger charges what the frames take on disk: a compressed
-		// frame's stored bytes, not its plain size.
-		for _, ch := range changes {
-			for i := range ch.Written {
-				if n, ok := stored(ch.Written[i].Addr); ok {
-					ch.Written[i].Size = uint32(n)
-				}
-			}
-		}
-		// Accounting counts frame bytes: a file whose frames are all junk
-		// has nothing live (its table and footer are overhead).
-		edit.AddFiles = []manifest.FileMeta{{ID: id, Total: info.FrameBytes, Live: info.FrameBytes}}
-		edit.AddRanges = []manifest.Range{{Lo: published + 1, Hi: g.SnapAddr + 1, File: id}}
-		if n := len(blobFrames); n > 0 {
-			edit.AddRanges = append(edit.AddRanges, manifest.Range{Lo: manifest.BlobAddr(id, 0), Hi: manifest.BlobAddr(id, uint64(n)), File: id})
 		}
 	}
-	for _, p := range pages {
+	for _, p := range gt.pages {
 		edit.SetPages = append(edit.SetPages, manifest.PageEntry{PID: uint64(p.pid), Addr: p.head})
 	}
-	for _, pid := range removed {
+	for _, pid := range gt.removed {
 		if _, ok := e.Manifest.Page(pid); ok {
 			edit.RemovePages = append(edit.RemovePages, pid)
 		}
 	}
-	// Junk accounting goes into the same edit (docs/crash-safety.md).
-	var plan *gc.Plan
-	if e.Ledger != nil {
-		plan = e.Ledger.Plan(changes, e.Manifest)
-		edit.FileStats = plan.FileStats
-		res.Junk = plan.Junk
-	}
-	// (4) One manifest commit publishes the checkpoint.
-	err = failpoints.Hit(failpoints.CheckpointManifestWrite)
-	if err == nil {
-		err = e.Manifest.Commit(edit)
-	}
-	if err != nil {
-		// The file stays: a commit whose fsync failed may still be
-		// durable, and then the manifest names it. Open sorts it out.
-		return res, fmt.Errorf("checkpoint: manifest commit: %w", err)
-	}
-	if plan != nil {
-		e.Ledger.Apply(plan)
+	// (4) One manifest commit publishes the checkpoint, with the junk
+	// accounting in the same edit (docs/crash-safety.md).
+	if err := commit(e, gt, edit, &res); err != nil {
+		return res, err
 	}
 	// (5) The frames are durable.
 	// An error here (only a failpoint makes one) is reported after the
@@ -288,6 +149,207 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// syncLog is step (1): it bounds the analysis start by the transactions
+// whose outcome may not be durable, then fsyncs the log through its head.
+// logSynced is the durable log position the manifest records: a log that
+// later ends, or is damaged, below it lost bytes that were durable (wal
+// package doc).
+func syncLog(e *Env, g *generation.Gen) (analysisStart, logSynced uint64, err error) {
+	analysisStart = g.Frontier
+	if first, ok := e.OldestActive(); ok && first < analysisStart {
+		analysisStart = first
+	}
+	err = failpoints.Hit(failpoints.CheckpointWALSync)
+	if err == nil && !failpoints.Skip(failpoints.MutCheckpointNoWALSync) {
+		err = e.WAL.Sync(e.WAL.Head())
+	}
+	if err != nil {
+		return analysisStart, 0, fmt.Errorf("%w: %w", ErrLogSync, err)
+	}
+	return analysisStart, uint64(e.WAL.DurableLSN()), nil
+}
+
+// gathered is what a publish writes: the sealed states' unwritten frames
+// (unsorted until gather returns), the pages whose head moves, the pages
+// removed, and, for the Ledger, one change per page with its frames.
+type gathered struct {
+	frames  []*delta.Frame
+	pages   []pageFrames
+	removed []uint64
+	changes []gc.Change
+	written [][]*delta.Frame // per change: the frames written (unsorted)
+	bl      *blobs
+}
+
+// gather walks the sealed generation's dirty pages: for each, its state at
+// the cut (the pinned state if it changed since), and of that state the
+// frames above the last published address, newest first, each linked to
+// its next-older frame (INV-C2, package doc). The frames come back in
+// ascending address order.
+func gather(e *Env, g *generation.Gen, published uint64) *gathered {
+	gt := &gathered{bl: newBlobs(e)}
+	for _, pid := range g.Dirty() {
+		st := e.Table.Load(pid)
+		if pin, ok := g.Pinned(pid); ok {
+			st = pin
+		}
+		if st == nil {
+			continue // never loaded, never changed: nothing to write
+		}
+		if st.Removed {
+			gt.removed = append(gt.removed, uint64(pid))
+			gt.changes = append(gt.changes, gc.Change{PID: uint64(pid), Removed: true})
+			gt.written = append(gt.written, nil)
+			continue
+		}
+		if failpoints.Skip(failpoints.MutCheckpointDropPage) {
+			continue
+		}
+		gt.page(e, pid, st, published)
+	}
+	slices.SortFunc(gt.frames, func(a, b *delta.Frame) int { return cmp.Compare(a.Addr, b.Addr) })
+	return gt
+}
+
+// page gathers the unwritten frames of one page's sealed state st.
+func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uint64) {
+	head := st.Base.Addr
+	if st.Head != nil {
+		head = st.Head.Addr
+	}
+	n := len(gt.frames)
+	d := st.Head
+	for ; d != nil && d.Addr > published; d = d.Next {
+		link := st.Base.Addr
+		if d.Next != nil {
+			link = d.Next.Addr
+		}
+		gt.frames = append(gt.frames, &delta.Frame{Addr: d.Addr, PID: uint64(pid), LSN: d.LSN, Link: link, Delta: d})
+	}
+	// keep: the newest already-durable frame the state reaches.
+	keep := st.Base.Addr
+	if d != nil {
+		keep = d.Addr
+	} else if st.Base.Addr > published {
+		keep = 0
+		gt.frames = append(gt.frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
+	}
+	gt.bl.page(uint64(pid), gt.frames[n:])
+	if len(gt.frames) > n || head > published {
+		gt.pages = append(gt.pages, pageFrames{pid, head})
+		if e.Ledger != nil {
+			gt.changes = append(gt.changes, gc.Change{PID: uint64(pid), Keep: keep})
+			gt.written = append(gt.written, slices.Clone(gt.frames[n:]))
+		}
+	}
+}
+
+// newEdit returns the publish's manifest edit before its files and pages:
+// counters, frontier, analysis start, the synced log position and, in the
+// first checkpoint, the format.
+func newEdit(e *Env, g *generation.Gen, analysisStart, logSynced uint64) *manifest.Edit {
+	edit := &manifest.Edit{
+		Has:           manifest.HasNextPID | manifest.HasNextAddr | manifest.HasOracle | manifest.HasFrontier | manifest.HasAnalysisStart | manifest.HasLogSynced,
+		LogSynced:     logSynced,
+		NextPID:       uint64(e.Table.Next()),
+		NextAddr:      g.SnapAddr + 1,
+		Oracle:        e.Oracle(),
+		Frontier:      g.Frontier,
+		AnalysisStart: analysisStart,
+	}
+	// Point lookups in the live manifest state: the checkpointer is its
+	// only committer, and a copy would cost O(pages) per publish.
+	if _, formatVersion := e.Manifest.Counters(); formatVersion == 0 {
+		edit.Has |= manifest.HasFormatVersion | manifest.HasOptions
+		edit.FormatVersion = manifest.FormatVersion
+		edit.Options = e.Format
+	}
+	return edit
+}
+
+// writeData is steps (2) and (3): it records the new data file's id in
+// the manifest, writes the gathered frames and the new blobs into it and
+// syncs it, and adds the file and its address ranges to edit. A failure
+// abandons the attempt (the partial file is removed, best effort).
+func writeData(e *Env, g *generation.Gen, published uint64, gt *gathered, edit *manifest.Edit, res *Result) error {
+	// (2) Record the file id, then create the file.
+	id, _ := e.Manifest.Counters()
+	err := failpoints.Hit(failpoints.CheckpointFileID)
+	if err == nil {
+		err = e.Manifest.Commit(&manifest.Edit{Has: manifest.HasNextFileID, NextFileID: id + 1})
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: reserve file id: %w", err)
+	}
+	if e.Writing != nil {
+		e.Writing.Store(uint64(id))
+	}
+	// The new blobs get their addresses from the file id; their frames
+	// follow the page frames (blob addresses are above every other).
+	blobFrames, err := gt.bl.place(id)
+	if err != nil {
+		return err
+	}
+	res.Blobs, res.BlobBytes, res.BlobsReused = int64(len(blobFrames)), gt.bl.bytes, gt.bl.reused
+	frames := append(gt.frames, blobFrames...)
+	for i := range gt.changes {
+		if !gt.changes[i].Removed {
+			gt.changes[i].Written = extents(gt.written[i])
+		}
+	}
+	// (3) Frames, footer, fsync of the file and the directory.
+	info, stored, err := writeFile(e, id, frames)
+	if err != nil {
+		// Abandoned: remove the partial file (best effort; Open
+		// removes any data file the manifest does not name).
+		_ = e.FS.Remove(filepath.Join(e.Dir, DataFileName(id)))
+		return err
+	}
+	res.File, res.Bytes = id, info.Size
+	// The ledger charges what the frames take on disk: a compressed
+	// frame's stored bytes, not its plain size.
+	for _, ch := range gt.changes {
+		for i := range ch.Written {
+			if n, ok := stored(ch.Written[i].Addr); ok {
+				ch.Written[i].Size = uint32(n)
+			}
+		}
+	}
+	// Accounting counts frame bytes: a file whose frames are all junk
+	// has nothing live (its table and footer are overhead).
+	edit.AddFiles = []manifest.FileMeta{{ID: id, Total: info.FrameBytes, Live: info.FrameBytes}}
+	edit.AddRanges = []manifest.Range{{Lo: published + 1, Hi: g.SnapAddr + 1, File: id}}
+	if n := len(blobFrames); n > 0 {
+		edit.AddRanges = append(edit.AddRanges, manifest.Range{Lo: manifest.BlobAddr(id, 0), Hi: manifest.BlobAddr(id, uint64(n)), File: id})
+	}
+	return nil
+}
+
+// commit is step (4): with a Ledger, the junk accounting of the changes
+// joins the edit; one manifest commit publishes it, and the Ledger then
+// learns the new chains.
+func commit(e *Env, gt *gathered, edit *manifest.Edit, res *Result) error {
+	var plan *gc.Plan
+	if e.Ledger != nil {
+		plan = e.Ledger.Plan(gt.changes, e.Manifest)
+		edit.FileStats = plan.FileStats
+		res.Junk = plan.Junk
+	}
+	err := failpoints.Hit(failpoints.CheckpointManifestWrite)
+	if err == nil {
+		err = e.Manifest.Commit(edit)
+	}
+	if err != nil {
+		// The file stays: a commit whose fsync failed may still be
+		// durable, and then the manifest names it. Open sorts it out.
+		return fmt.Errorf("checkpoint: manifest commit: %w", err)
+	}
+	if plan != nil {
+		e.Ledger.Apply(plan)
+	}
+	return nil
 }
 
 // writeFile is step (3): frames, footer, fsync of the file and directory.
