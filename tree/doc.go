@@ -3,6 +3,13 @@
 //
 // Internal to bwkv; no API stability promise.
 //
+// Files: tree.go (the Tree, its configuration and what it asks of the
+// engine, publishing a state), traverse.go (descents, sibling hops, reads,
+// loading pages from disk), write.go (a leaf write and its consolidation),
+// smo.go (splits and merges posted in parents), evict.go (eviction to
+// stubs and the background consolidations), bulk.go (bulk loading),
+// check.go (the structure check), hits.go (the sampled visit counter).
+//
 // # Traversal
 //
 // Readers take no locks. At each page a key >= the high fence follows the

@@ -1,0 +1,141 @@
+package tree
+
+import (
+	"bytes"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+)
+
+// WriteFunc decides, under the leaf's lock, what to install for a write:
+// it may return an error (nothing installed) or nil delta (nothing to do).
+type WriteFunc func(p *node.Page) (*delta.Delta, error)
+
+// Write locks the leaf covering key, calls fn with its current state and
+// installs the delta fn returns, consolidating, splitting or merging as
+// the page's size demands. The install and any split it causes are one
+// atomic unit inside the cut gate.
+func (t *Tree) Write(key []byte, fn WriteFunc) error {
+	return t.WriteAt(key, 0, fn)
+}
+
+// WriteAt is Write starting from leaf, the PID a read of key found
+// (GetLeaf; 0: none): if that page still covers key it is the leaf to
+// lock, and the descent from the root is skipped. A stale hint (the page
+// split, merged or its PID was reused) costs one lock and a fence check.
+func (t *Tree) WriteAt(key []byte, leaf uint64, fn WriteFunc) error {
+	sp, underfull, err := t.write(key, pagetable.PID(leaf), fn)
+	if err != nil {
+		return err
+	}
+	// The write is installed: what follows only completes structure
+	// changes. If a page read fails there, the half split stays (traversal
+	// follows the sibling link) or the merge is skipped; the write's
+	// caller must not see an error for a write that happened.
+	if sp != nil {
+		_ = t.post(sp)
+	}
+	if underfull {
+		_ = t.tryMerge(key)
+	}
+	return nil
+}
+
+func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc) (*split, bool, error) {
+	tok := t.env.Gens.Enter()
+	defer t.env.Gens.Exit(tok)
+	for {
+		var hint *split
+		pid, hinted := leaf, leaf != 0
+		if !hinted {
+			var err error
+			if pid, _, err = t.findHint(key, 0, &hint); err != nil {
+				return nil, false, err
+			}
+		}
+		leaf = 0 // a retry descends
+		slot := t.pt.Slot(pid)
+		slot.Mu.Lock()
+		p := slot.Load()
+		if p == nil || !p.Covers(key) || p.Base.Level != 0 {
+			slot.Mu.Unlock()
+			if !hinted {
+				t.restarts.Add(1)
+			}
+			continue
+		}
+		if p.Stub != nil && (p.MayContain(key) || p.Len+p.Stub.DiskLen >= 2*t.stubChainMax()) {
+			// The key may have versions on disk (its old value and the
+			// conflict check need them), or the chain outgrew what the
+			// background compaction keeps up with: read the full page.
+			// Otherwise the write is a blind insert onto the stub.
+			slot.Mu.Unlock()
+			if _, err := t.fullOnce(pid, p); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		d, err := fn(p)
+		if err != nil || d == nil {
+			slot.Mu.Unlock()
+			return nil, false, err
+		}
+		d.Addr = t.env.Gens.NextAddr()
+		np := p.Prepend(d)
+		var sp *split
+		underfull := false
+		frames := 1
+		if np.Len > t.cfg.ChainMax && np.Stub == nil {
+			np, sp, underfull = t.consolidate(pid, np)
+			frames = 2 // the delta and the base that absorbed it
+		}
+		t.publish(slot, pid, p, np, frames)
+		slot.Mu.Unlock()
+		if np.Stub != nil && np.Len+np.Stub.DiskLen >= t.stubChainMax() && t.env.WantCompact != nil {
+			t.env.WantCompact(pid)
+		}
+		if sp == nil {
+			sp = hint // complete a half split met on the way (idempotent)
+		}
+		return sp, underfull, nil
+	}
+}
+
+// split describes a separator to post in the parent level.
+type split struct {
+	level uint8
+	sep   []byte
+	right pagetable.PID
+}
+
+// consolidate builds a new base for a locked leaf, splitting it if it
+// holds more than SplitEntries keys. It returns the state to publish for
+// pid, the separator to post (nil if none) and whether the page is
+// underfull. New pages it creates are published here.
+func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
+	t.consolidations.Add(1)
+	c := p.Collect(t.env.Retention)
+	b := p.Base
+	n := c.Keys()
+	if !t.tooBig(c) {
+		nb := t.addr(c.Build(0, n, b.Low, b.High, b.Sibling))
+		return &node.Page{Base: nb}, nil, t.underfull(c) && pid != RootPID
+	}
+	k, sep := c.SplitKey()
+	if pid == RootPID {
+		t.rootSplits.Add(1)
+		lpid, rpid := t.pt.Alloc(), t.pt.Alloc()
+		t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, nil, 0))}, 1)
+		t.publish(t.pt.Slot(lpid), lpid, nil, &node.Page{Base: t.addr(c.Build(0, k, nil, sep, uint64(rpid)))}, 1)
+		var bd delta.Builder
+		bd.AddChild(nil, uint64(lpid))
+		bd.AddChild(sep, uint64(rpid))
+		return &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, 1))}, nil, false
+	}
+	t.splits.Add(1)
+	rpid := t.pt.Alloc()
+	t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, b.High, b.Sibling))}, 1)
+	left := &node.Page{Base: t.addr(c.Build(0, k, b.Low, sep, uint64(rpid)))}
+	return left, &split{level: 1, sep: bytes.Clone(sep), right: rpid}, false
+}
