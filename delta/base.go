@@ -19,46 +19,48 @@ const entryHeader = 21
 // versions touches consecutive memory instead of a cache line beside each
 // value. The frame format stores them as slab entries (appendPayload).
 type Base struct {
-	ents []ent
-	keys []byte
-	vals []byte
+	// The fields a descent and a point search read come first, then the
+	// inline room their bytes usually live in: a visit touches the
+	// Base's first four cache lines, adjacent ones.
 
 	// Low is the inclusive low fence (empty: minus infinity); High the
 	// exclusive high fence (nil: plus infinity).
 	Low, High []byte
-	// Sibling is the right sibling's PID (0: none).
-	Sibling uint64
+
+	// Search index, built with the base: the entries' keys share their
+	// first len(prefix) bytes (the first and last key's common prefix),
+	// and pfx[i] holds the 8 bytes of key i after that prefix, big endian
+	// and zero padded. A search compares these contiguous words first and
+	// reads whole keys only among equal words.
+	prefix []byte // a copy
+	pfx    []uint64
+	ents   []ent
 	// Level is 0 for leaves.
 	Level uint8
-	// Keys counts distinct keys.
-	Keys int
-	// Addr is the base's logical address as a frame (set before it is
-	// published; 0 for pages built outside the generational pool).
-	Addr uint64
-	// MaxTxID is the highest txid of any entry; Simple reports one version
-	// per key and no CLR. Together they let a scan skip per-entry
-	// visibility checks when every txid is retired.
-	MaxTxID uint64
-	Simple  bool
+	used  uint8 // bytes of inl taken
+	// Simple reports one version per key and no CLR; with MaxTxID (the
+	// highest txid of any entry) it lets a scan skip per-entry visibility
+	// checks when every txid is retired.
+	Simple bool
 	// Tombstones reports whether any entry is a tombstone: a forward scan
 	// over a base without one reads no entry's flags.
 	Tombstones bool
 
-	// Search index, built with the base: the entries' keys share their
-	// first cpl bytes (the first and last key's common prefix), and pfx[i]
-	// holds the 8 bytes of key i after that prefix, big endian and zero
-	// padded. A search compares these contiguous words first and reads
-	// whole keys only among equal words.
-	prefix []byte // the first cpl bytes of the first key (a copy)
-	cpl    int
-	pfx    []uint64
+	// inl holds the fences and the search prefix when they fit: a descent
+	// compares a key with Low and the prefix on every page it visits, and
+	// bytes inside the Base cost no cache miss of their own.
+	inl [baseInline]byte
 
-	// inl holds the fences and the search prefix when they fit (used
-	// bytes taken): a descent compares a key with Low and the prefix on
-	// every page it visits, and bytes inside the Base cost no cache miss
-	// of their own.
-	inl  [baseInline]byte
-	used uint8
+	keys []byte
+	vals []byte
+	// Sibling is the right sibling's PID (0: none).
+	Sibling uint64
+	// Keys counts distinct keys.
+	Keys int
+	// Addr is the base's logical address as a frame (set before it is
+	// published; 0 for pages built outside the generational pool).
+	Addr    uint64
+	MaxTxID uint64
 }
 
 // baseInline is the room inside a Base for its fences and search prefix.
@@ -114,14 +116,13 @@ func (b *Base) summarize() {
 			b.Tombstones = true
 		}
 	}
-	b.pfx, b.prefix, b.cpl = nil, nil, 0
+	b.pfx, b.prefix = nil, nil
 	if n := len(b.ents); n > 0 {
 		first, last := b.KeyAt(0), b.KeyAt(n-1)
 		cpl := 0
 		for cpl < len(first) && cpl < len(last) && first[cpl] == last[cpl] {
 			cpl++
 		}
-		b.cpl = cpl
 		b.prefix = b.room(cpl)
 		copy(b.prefix, first[:cpl])
 		b.pfx = make([]uint64, n)
@@ -153,14 +154,15 @@ func (b *Base) bound(key []byte, strict bool) int {
 		return 0
 	}
 	prefix := b.prefix
-	if len(key) < b.cpl || !bytes.Equal(key[:b.cpl], prefix) {
+	cpl := len(prefix)
+	if len(key) < cpl || !bytes.Equal(key[:cpl], prefix) {
 		// key lies below or above every entry.
 		if bytes.Compare(key, prefix) < 0 {
 			return 0
 		}
 		return n
 	}
-	w := word(key[b.cpl:])
+	w := word(key[cpl:])
 	pfx := b.pfx
 	lo, hi := 0, n
 	for lo < hi { // first word >= w
@@ -197,8 +199,8 @@ func (b *Base) KeyEqual(i int, key []byte) bool {
 	if int(e.kl) != len(key) {
 		return false
 	}
-	if len(key)-b.cpl <= 8 && len(key) >= b.cpl && string(key[:b.cpl]) == string(b.prefix) {
-		return b.pfx[i] == word(key[b.cpl:])
+	if cpl := len(b.prefix); len(key)-cpl <= 8 && len(key) >= cpl && string(key[:cpl]) == string(b.prefix) {
+		return b.pfx[i] == word(key[cpl:])
 	}
 	return string(b.keys[e.ko:e.ko+e.kl]) == string(key)
 }
