@@ -111,7 +111,7 @@ func (m *Manager) AdvanceTo(v uint64) {
 // Begin registers and returns a new active txn.
 func (m *Manager) Begin() *Txn {
 	t := &Txn{Began: time.Now()}
-	m.reg.Register(&t.Reg, m.ts.Load())
+	m.reg.RegisterAt(&t.Reg, m.ts.Load(), t.Began.UnixNano())
 	m.qmu.Lock()
 	t.ID = m.ts.Add(1)
 	m.status.Store(t.ID, t)

@@ -60,6 +60,12 @@ func NewRegistry() *Registry {
 // next) in a free slot, marked provisional until Settle. O(1) expected;
 // allocation-free unless every slot is taken.
 func (r *Registry) Register(g *Reg, lowerBound uint64) {
+	r.RegisterAt(g, lowerBound, time.Now().UnixNano())
+}
+
+// RegisterAt is Register with the registration time (Unix nanoseconds)
+// given, for a caller that read the clock already.
+func (r *Registry) RegisterAt(g *Reg, lowerBound uint64, since int64) {
 	v := (lowerBound + 1) | provisional
 	n := uint32(len(r.shards))
 	s := rand.Uint32() % n
@@ -68,14 +74,14 @@ func (r *Registry) Register(g *Reg, lowerBound uint64) {
 		for i := range sh.slots {
 			sl := &sh.slots[i]
 			if sl.v.Load() == 0 && sl.v.CompareAndSwap(0, v) {
-				sl.since.Store(time.Now().UnixNano())
+				sl.since.Store(since)
 				g.slot = sl
 				return
 			}
 		}
 	}
 	r.overMu.Lock()
-	r.overflow[g] = overReg{v, time.Now().UnixNano()}
+	r.overflow[g] = overReg{v, since}
 	g.over = true
 	r.overMu.Unlock()
 }
