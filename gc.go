@@ -75,6 +75,8 @@ func (db *DB) initGC() {
 		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
 		DrainWait: gcDrainWait,
 		Verify:    db.hooks.verifyGC(),
+		// The consolidated bases take the checkpoints' codec.
+		Compressor: db.newCompressor(),
 	}, gc.Policy{
 		LiveRatio:  db.opts.GCLiveRatio,
 		SpaceAmp:   db.opts.GCSpaceAmp,
@@ -122,12 +124,29 @@ func (db *DB) collectGarbage(force bool) bool {
 // gcPublished notes a publish: the accounting changed, a round is due.
 func (db *DB) gcPublished() { db.gc.due.Store(true) }
 
-// gcLoaded is the page loader's hook: the chain it read is the page's
-// durable chain (docs/crash-safety.md accounting).
-func (db *DB) gcLoaded(pid pagetable.PID, c gc.Chain) {
+// gcLoaded is the page loader's hook: the chain it read, having sampled
+// epoch e first, is the page's durable chain (docs/crash-safety.md
+// accounting) unless a consolidating rewrite committed meanwhile.
+func (db *DB) gcLoaded(pid pagetable.PID, c gc.Chain, e gc.Epoch) {
 	if db.gc.ledger != nil {
-		db.gc.ledger.Loaded(uint64(pid), c)
+		db.gc.ledger.Loaded(uint64(pid), c, e)
 	}
+}
+
+// gcEpoch samples the GC's rewrite epoch before a page load reads a
+// chain (gc.Ledger.Epoch; 0 for a read-only DB, which runs no GC).
+func (db *DB) gcEpoch() gc.Epoch {
+	if db.gc.ledger == nil {
+		return 0
+	}
+	return db.gc.ledger.Epoch()
+}
+
+// gcMoved reports whether a chain read that sampled e may have crossed a
+// consolidating rewrite (gc.Ledger.Moved): a frame it followed a link to
+// may be gone, replaced by the base at a newer address of the chain.
+func (db *DB) gcMoved(e gc.Epoch) bool {
+	return db.gc.ledger != nil && db.gc.ledger.Moved(e)
 }
 
 func (db *DB) gcStats() GCStats {
@@ -143,6 +162,9 @@ func (db *DB) gcStats() GCStats {
 		DataBytes:      s.DataBytes,
 		LiveBytes:      s.LiveBytes,
 		Rounds:         s.Rounds,
+
+		PagesConsolidated:  s.PagesConsolidated,
+		FramesConsolidated: s.FramesConsolidated,
 	}
 	if s.BytesDeleted > s.BytesWritten {
 		out.BytesReclaimed = s.BytesDeleted - s.BytesWritten

@@ -61,7 +61,7 @@ func TestPlanJunk(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := NewLedger(noWalk)
-			l.Loaded(7, old)
+			l.Loaded(7, old, l.Epoch())
 			st := state(t, map[uint64]uint64{7: 150})
 			p := l.Plan([]Change{c.ch}, st)
 			if got := stats(p); len(got) != len(c.live) || p.Junk != c.junk {
@@ -97,7 +97,7 @@ func TestPlanStaleChain(t *testing.T) {
 		}
 		return nil, errors.New("unreadable")
 	})
-	l.Loaded(7, Chain{{150, 10, nil}, {50, 300, nil}}) // stale: the head moved to 160
+	l.Loaded(7, Chain{{150, 10, nil}, {50, 300, nil}}, l.Epoch()) // stale: the head moved to 160
 	st := state(t, map[uint64]uint64{7: 160, 8: 170})
 	p := l.Plan([]Change{
 		{PID: 7, Written: Chain{{210, 5, nil}}},  // new base
@@ -114,7 +114,7 @@ func TestPlanStaleChain(t *testing.T) {
 // zero (the manifest would reject the publish).
 func TestPlanClampsLive(t *testing.T) {
 	l := NewLedger(noWalk)
-	l.Loaded(7, Chain{{50, 5000, nil}})
+	l.Loaded(7, Chain{{50, 5000, nil}}, l.Epoch())
 	p := l.Plan([]Change{{PID: 7, Removed: true}}, state(t, map[uint64]uint64{7: 50}))
 	if got := stats(p); got[1] != 0 {
 		t.Fatalf("live %v, want file 1 at 0", got)
@@ -156,7 +156,7 @@ func TestPlanBlobs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := NewLedger(noWalk)
-			l.Loaded(7, old)
+			l.Loaded(7, old, l.Epoch())
 			p := l.Plan([]Change{c.ch}, state(t, map[uint64]uint64{7: 150}))
 			got := stats(p)
 			if len(got) != len(c.live) || p.Junk != c.junk {
