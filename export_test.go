@@ -6,6 +6,7 @@ import (
 
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/tree"
 )
 
 // withHooks returns a copy of o (nil: zero Options) whose test hooks,
@@ -39,6 +40,21 @@ func WithTestManifestRotateBytes(o *Options, n int64) *Options {
 func WithTestGCVerify(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.gcVerify = true })
 }
+
+// WithTestGCNoConsolidate returns a copy of o with which GC rewrites copy
+// every live frame as it is, consolidating no chain (the baseline).
+func WithTestGCNoConsolidate(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.gcNoConsolidate = true })
+}
+
+// WithTestGCPaused returns a copy of o with which the DB runs no GC round
+// until SetTestGCPaused(false).
+func WithTestGCPaused(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.gcPaused.Store(true) })
+}
+
+// SetTestGCPaused pauses or resumes db's GC rounds.
+func (db *DB) SetTestGCPaused(paused bool) { db.hooks.gcPaused.Store(paused) }
 
 // WithTestSettle returns a copy of o with which the checkpointer looks for
 // an idle database every interval and settles it after idle (settle.go).
@@ -90,6 +106,24 @@ func CollectGarbage(db *DB) error {
 		}
 	}
 	return errors.New("bwkv: GC still due after 100 rounds")
+}
+
+// EvictAll evicts every leaf of db it can, as the cache's evictor would
+// (a leaf becomes a stub, then is dropped), so that the next touch of a
+// key reads its leaf from the data files. It returns the leaves dropped.
+func EvictAll(db *DB) int {
+	dropped := 0
+	for pid := pagetable.PID(1); pid < db.pt.Next(); pid++ {
+		for i := 0; i < 2; i++ {
+			if db.tree.Evict(pid, true) == tree.EvictDropped {
+				dropped++
+				if db.gc.ledger != nil {
+					db.gc.ledger.Forget(uint64(pid))
+				}
+			}
+		}
+	}
+	return dropped
 }
 
 // CacheHardBase is the cache's hard limit for a CacheBytes budget, without

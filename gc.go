@@ -76,7 +76,8 @@ func (db *DB) initGC() {
 		DrainWait: gcDrainWait,
 		Verify:    db.hooks.verifyGC(),
 		// The consolidated bases take the checkpoints' codec.
-		Compressor: db.newCompressor(),
+		Compressor:    db.newCompressor(),
+		NoConsolidate: db.hooks.gcNoConsolidate,
 	}, gc.Policy{
 		LiveRatio:  db.opts.GCLiveRatio,
 		SpaceAmp:   db.opts.GCSpaceAmp,
@@ -97,7 +98,7 @@ func (db *DB) initGC() {
 // another round should follow soon.
 func (db *DB) collectGarbage(force bool) bool {
 	g := &db.gc
-	if g.coll == nil || db.readOnly.Load() || (!force && !g.due.Load()) {
+	if g.coll == nil || db.readOnly.Load() || (!force && !g.due.Load()) || db.hooks.gcPaused.Load() {
 		return false
 	}
 	g.running.Store(true)

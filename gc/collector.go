@@ -58,6 +58,8 @@ type Env struct {
 	// Compressor, if set, encodes the consolidated base frames (the
 	// engine's codec); nil writes them plain. Used by the collector only.
 	Compressor *delta.Compressor
+	// NoConsolidate (tests) copies every live frame as it is.
+	NoConsolidate bool
 	// Verify (tests) cross-checks the bookkeeping at every rewrite: each
 	// stored chain against the chain read from disk, and each victim's
 	// accounted live bytes against the live bytes the liveness check
@@ -373,7 +375,10 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 	isVictim := func(id manifest.FileID) bool {
 		return slices.ContainsFunc(victims, func(v manifest.FileMeta) bool { return v.ID == id })
 	}
-	merges := c.merges(st, victims, chains)
+	var merges []*merge
+	if !c.env.NoConsolidate {
+		merges = c.merges(st, victims, chains)
+	}
 	live, junk := applyMerges(live, merges, isVictim)
 	for _, v := range victims {
 		c.read.Add(uint64(v.Total))
