@@ -56,6 +56,16 @@ func WithTestGCPaused(o *Options) *Options {
 // SetTestGCPaused pauses or resumes db's GC rounds.
 func (db *DB) SetTestGCPaused(paused bool) { db.hooks.gcPaused.Store(paused) }
 
+// SetTestFrameReadHook installs a function db's chain reads call after
+// each frame they read, with the page and the frame's address (nil: none).
+func (db *DB) SetTestFrameReadHook(f func(pid, addr uint64)) {
+	if f == nil {
+		db.hooks.frameRead.Store(nil)
+		return
+	}
+	db.hooks.frameRead.Store(&f)
+}
+
 // WithTestSettle returns a copy of o with which the checkpointer looks for
 // an idle database every interval and settles it after idle (settle.go).
 func WithTestSettle(o *Options, interval, idle time.Duration) *Options {
@@ -124,6 +134,20 @@ func EvictAll(db *DB) int {
 		}
 	}
 	return dropped
+}
+
+// LedgerChain returns the addresses of the durable chain the GC's ledger
+// holds for page pid (nil: none).
+func (db *DB) LedgerChain(pid uint64) []uint64 {
+	c, ok := db.gc.ledger.Stored(pid)
+	if !ok {
+		return nil
+	}
+	out := make([]uint64, len(c))
+	for i, e := range c {
+		out[i] = e.Addr
+	}
+	return out
 }
 
 // CacheHardBase is the cache's hard limit for a CacheBytes budget, without

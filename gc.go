@@ -197,6 +197,7 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 		if fr.Blob != nil {
 			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("page %d's chain reaches blob frame %d", pid, a)}
 		}
+		db.hooks.runFrameRead(uint64(pid), a)
 		ext := gc.Extent{Addr: a, Size: uint32(fr.Stored), Blobs: frameBlobs(fr)}
 		chain = append(chain, ext)
 		if visit != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,6 +94,57 @@ func leafChain(t *testing.T, frames map[uint64]frameLoc) (uint64, []frameLoc) {
 	return pid, longest
 }
 
+// chainOpts returns the options of the consolidation tests: no
+// consolidation in memory, a one-byte cache, small data files, the GC's
+// self-check on and the GC paused (and with copyAsIs, no consolidation).
+func chainOpts(o bwkv.Options, copyAsIs bool) (paused, running *bwkv.Options) {
+	o.Durability = bwkv.DurabilityRelaxed
+	o.DeltaChainMax = 64 // no consolidation in memory: the chain stays on disk
+	o.CacheBytes = 1
+	o.DataFileBytes = 1 << 20 // every checkpoint's file is small: one GC batch merges them all
+	o.PageSplitEntries = 32
+	opts := bwkv.WithTestSettle(bwkv.WithTestGCVerify(&o), time.Hour, time.Hour)
+	if copyAsIs {
+		opts = bwkv.WithTestGCNoConsolidate(opts)
+	}
+	return bwkv.WithTestGCPaused(opts), opts
+}
+
+// writeChain makes a leaf with a long on-disk chain: 65 fillers (the
+// 65th write consolidates the root leaf and splits it, so the keys below
+// land, with an empty chain, in a leaf that is not the root, which is
+// never evicted), then writes overwrites of keys keys, each followed by
+// a checkpoint (one data file per delta). Every big-th value has 1000
+// bytes (0: none). after runs after each write. It returns each key's
+// values, oldest first.
+func writeChain(t *testing.T, db *bwkv.DB, keys, writes, big int, after func(i int, versions map[string][]string)) map[string][]string {
+	t.Helper()
+	for i := 0; i < 65; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("a%03d", i)), []byte("filler")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	versions := map[string][]string{}
+	for i := 0; i < writes; i++ {
+		k := fmt.Sprintf("key%02d", i%keys)
+		v := fmt.Sprintf("%s-%d-%s", k, i, strings.Repeat("v", 100))
+		if big > 0 && i%big == 0 {
+			v += strings.Repeat("b", 900)
+		}
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		versions[k] = append(versions[k], v)
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if after != nil {
+			after(i, versions)
+		}
+	}
+	return versions
+}
+
 // TestGCConsolidatesChains is issue 13 [space] (b): a leaf's on-disk delta
 // chain spread over many small data files (one checkpoint per write, GC
 // paused) is replaced, when the GC merges those files, by one base frame
@@ -128,55 +180,27 @@ func TestGCConsolidatesChains(t *testing.T) {
 func consolidateRun(t *testing.T, o bwkv.Options, big int, copyAsIs bool) int64 {
 	const keys, writes = 8, 30
 	dir := t.TempDir()
-	o.Durability = bwkv.DurabilityRelaxed
-	o.DeltaChainMax = 64 // no consolidation in memory: the chain stays on disk
-	o.CacheBytes = 1
-	o.DataFileBytes = 1 << 20 // every checkpoint's file is small: one GC batch merges them all
-	o.PageSplitEntries = 32
-	opts := bwkv.WithTestSettle(bwkv.WithTestGCVerify(&o), time.Hour, time.Hour)
-	if copyAsIs {
-		opts = bwkv.WithTestGCNoConsolidate(opts)
-	}
-	db, err := bwkv.Open(dir, bwkv.WithTestGCPaused(opts))
+	paused, opts := chainOpts(o, copyAsIs)
+	db, err := bwkv.Open(dir, paused)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { db.Close() }()
-	// 65 fillers: the 65th write consolidates the root leaf and splits
-	// it, so the keys below land, with an empty chain, in a leaf that is
-	// not the root (the root is never evicted).
-	for i := 0; i < 65; i++ {
-		if err := db.Put([]byte(fmt.Sprintf("a%03d", i)), []byte("filler")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	key := func(i int) []byte { return []byte(fmt.Sprintf("key%02d", i)) }
-	versions := map[string][]string{}
 	var snap *bwkv.Snapshot
 	var snapWant map[string]string
-	for i := 0; i < writes; i++ {
-		k := key(i % keys)
-		v := fmt.Sprintf("%s-%d-%s", k, i, strings.Repeat("v", 100))
-		if big > 0 && i%big == 0 {
-			v += strings.Repeat("b", 900)
+	versions := writeChain(t, db, keys, writes, big, func(i int, versions map[string][]string) {
+		if i != writes/2 {
+			return
 		}
-		if err := db.Put(k, []byte(v)); err != nil {
+		var err error
+		if snap, err = db.NewSnapshot(); err != nil {
 			t.Fatal(err)
 		}
-		versions[string(k)] = append(versions[string(k)], v)
-		if err := db.Checkpoint(); err != nil {
-			t.Fatal(err)
+		snapWant = map[string]string{}
+		for k, vs := range versions {
+			snapWant[k] = vs[len(vs)-1]
 		}
-		if i == writes/2 {
-			if snap, err = db.NewSnapshot(); err != nil {
-				t.Fatal(err)
-			}
-			snapWant = map[string]string{}
-			for k, vs := range versions {
-				snapWant[k] = vs[len(vs)-1]
-			}
-		}
-	}
+	})
 	check := func(when string, db *bwkv.DB, snap *bwkv.Snapshot) {
 		t.Helper()
 		// Every read below loads the leaf from the data files.
@@ -283,4 +307,93 @@ func consolidateRun(t *testing.T, o bwkv.Options, big int, copyAsIs bool) int64 
 		t.Fatalf("%d background errors after the reopen", n)
 	}
 	return data
+}
+
+// TestGCConsolidateRacesLoad: a page load races a rewrite that
+// consolidates the page's chain. One that read the old head delta before
+// the rewrite and follows its link after the rewrite deleted the frames
+// below reads the chain again from the head, now the consolidated base
+// (loadPage; without the retry the read fails: no file holds the
+// address). One that read the whole old chain before the rewrite
+// committed returns correct versions, but its chain is not recorded in
+// the GC's ledger (gc.Ledger.Loaded: the epoch moved), which would
+// otherwise hold dropped frames under the same head.
+func TestGCConsolidateRacesLoad(t *testing.T) {
+	for _, at := range []string{"head", "base"} {
+		t.Run(at, func(t *testing.T) { testGCConsolidateRacesLoad(t, at) })
+	}
+}
+
+func testGCConsolidateRacesLoad(t *testing.T, at string) {
+	dir := t.TempDir()
+	paused, _ := chainOpts(bwkv.Options{}, false)
+	db, err := bwkv.Open(dir, paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	versions := writeChain(t, db, 8, 30, 0, nil)
+	pid, chain := leafChain(t, frameMap(t, dir))
+	head := chain[0].h.Addr
+	trigger := head
+	if at == "base" {
+		trigger = chain[len(chain)-1].h.Addr
+	}
+	bwkv.EvictAll(db)
+
+	var fired atomic.Bool
+	heads := 0 // reads of the head frame by the load below
+	var gcErr error
+	db.SetTestFrameReadHook(func(p, addr uint64) {
+		if p != pid {
+			return
+		}
+		if addr == head {
+			heads++
+		}
+		if addr != trigger || fired.Swap(true) {
+			return
+		}
+		// The load read the old frame: the GC consolidates the chain and
+		// deletes the victims before it reads on. (The GC's own reads of
+		// the chain, in the checkpointer, pass here too.)
+		db.SetTestGCPaused(false)
+		gcErr = bwkv.CollectGarbage(db)
+	})
+	k := "key05"
+	got, err := db.Get([]byte(k))
+	db.SetTestFrameReadHook(nil)
+	if gcErr != nil {
+		t.Fatal(gcErr)
+	}
+	if err != nil || string(got) != versions[k][len(versions[k])-1] {
+		t.Fatalf("get %s = %.30q, %v; want %.30q", k, got, err, versions[k][len(versions[k])-1])
+	}
+	st := db.Stats()
+	if st.GC.PagesConsolidated == 0 || !fired.Load() {
+		t.Fatalf("%d pages consolidated: the load did not race the rewrite", st.GC.PagesConsolidated)
+	}
+	if at == "head" && heads < 2 {
+		t.Fatalf("the load read the head %d times, want a second read after the rewrite", heads)
+	}
+	if c := pageChain(t, frameMap(t, dir), pid); len(c) != 1 || c[0].h.Addr != head {
+		t.Fatalf("page %d's chain after the GC: %d frames", pid, len(c))
+	}
+	if c := db.LedgerChain(pid); len(c) > 1 {
+		t.Fatalf("the ledger holds page %d's chain %v, the disk only the base at %d", pid, c, head)
+	}
+	for k, vs := range versions {
+		if n, err := db.KeyVersions([]byte(k)); err != nil || n != len(vs) {
+			t.Fatalf("%s has %d versions (%v), want %d", k, n, err, len(vs))
+		}
+	}
+	if c := db.LedgerChain(pid); len(c) != 1 || c[0] != head {
+		t.Fatalf("after a load since the rewrite, the ledger holds page %d's chain %v, want [%d]", pid, c, head)
+	}
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Stats().BackgroundErrors; n != 0 {
+		t.Fatalf("%d background errors", n)
+	}
 }

@@ -39,6 +39,9 @@ type testHooks struct {
 	rollback atomic.Pointer[func(n int)]
 	// gcPaused, while set, skips the GC rounds (they stay due).
 	gcPaused atomic.Bool
+	// frameRead, when set, runs after each frame a chain read reads
+	// (readChain), with the page and the frame's address.
+	frameRead atomic.Pointer[func(pid, addr uint64)]
 }
 
 // init copies the knobs an Options carries (nil: none) into h.
@@ -52,6 +55,7 @@ func (h *testHooks) init(from *testHooks) {
 	h.settleInterval, h.settleIdle = from.settleInterval, from.settleIdle
 	h.gcNoConsolidate = from.gcNoConsolidate
 	h.gcPaused.Store(from.gcPaused.Load())
+	h.frameRead.Store(from.frameRead.Load())
 	h.cut.Store(from.cut.Load())
 	h.rollback.Store(from.rollback.Load())
 }
@@ -63,6 +67,13 @@ func (h *testHooks) verifyGC() bool { return h.gcVerify || invariants.Enabled }
 func (h *testHooks) runCut() {
 	if f := h.cut.Load(); f != nil {
 		(*f)()
+	}
+}
+
+// runFrameRead runs the frame-read hook, if any.
+func (h *testHooks) runFrameRead(pid, addr uint64) {
+	if f := h.frameRead.Load(); f != nil {
+		(*f)(pid, addr)
 	}
 }
 

@@ -248,6 +248,9 @@ func (l *Ledger) verify(pid, head uint64) error {
 	return nil
 }
 
+// Stored returns the chain the Ledger holds for pid, if any (tests).
+func (l *Ledger) Stored(pid uint64) (Chain, bool) { return l.chains.Load(pid) }
+
 // Len returns the number of pages whose chain the Ledger holds.
 func (l *Ledger) Len() int { return l.chains.Size() }
 
