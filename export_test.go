@@ -120,20 +120,30 @@ func CollectGarbage(db *DB) error {
 
 // EvictAll evicts every leaf of db it can, as the cache's evictor would
 // (a leaf becomes a stub, then is dropped), so that the next touch of a
-// key reads its leaf from the data files. It returns the leaves dropped.
-func EvictAll(db *DB) int {
-	dropped := 0
+// key reads its leaf from the data files. It returns the leaves evicted.
+func EvictAll(db *DB) int { return db.evictLeaves(true) }
+
+// StubAll turns every clean full leaf of db into a stub (node.Stub) and
+// returns how many it turned.
+func StubAll(db *DB) int { return db.evictLeaves(false) }
+
+func (db *DB) evictLeaves(drop bool) int {
+	n := 0
 	for pid := pagetable.PID(1); pid < db.pt.Next(); pid++ {
-		for i := 0; i < 2; i++ {
-			if db.tree.Evict(pid, true) == tree.EvictDropped {
-				dropped++
-				if db.gc.ledger != nil {
-					db.gc.ledger.Forget(uint64(pid))
-				}
+		for i := 0; i < 3; i++ { // a first call may only clear the reference bit
+			r := db.tree.Evict(pid, drop)
+			if r == tree.EvictDropped && db.gc.ledger != nil {
+				db.gc.ledger.Forget(uint64(pid))
+			}
+			if r == tree.EvictDropped || r == tree.EvictStubbed && !drop {
+				n++
+			}
+			if r != tree.EvictReferenced && (r != tree.EvictStubbed || !drop) {
+				break
 			}
 		}
 	}
-	return dropped
+	return n
 }
 
 // LedgerChain returns the addresses of the durable chain the GC's ledger

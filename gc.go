@@ -78,6 +78,7 @@ func (db *DB) initGC() {
 		// The consolidated bases take the checkpoints' codec.
 		Compressor:    db.newCompressor(),
 		NoConsolidate: db.hooks.gcNoConsolidate,
+		LoadRoot:      db.gcLoadRoot,
 	}, gc.Policy{
 		LiveRatio:  db.opts.GCLiveRatio,
 		SpaceAmp:   db.opts.GCSpaceAmp,
@@ -132,6 +133,18 @@ func (db *DB) gcLoaded(pid pagetable.PID, c gc.Chain, e gc.Epoch) {
 	if db.gc.ledger != nil {
 		db.gc.ledger.Loaded(uint64(pid), c, e)
 	}
+}
+
+// gcLoadRoot is the GC's view of where a resident page would read its
+// chain from, when that is below its durable head (gc.Env.LoadRoot): a
+// stub reads from its base's address (tree.Tree's full load) and replays
+// its chain, whose published deltas lie above that address.
+func (db *DB) gcLoadRoot(pid uint64) (uint64, bool) {
+	p := db.pt.Load(pagetable.PID(pid))
+	if p == nil || p.Stub == nil {
+		return 0, false
+	}
+	return p.Base.Addr, true
 }
 
 // gcEpoch samples the GC's rewrite epoch before a page load reads a

@@ -60,6 +60,13 @@ type Env struct {
 	Compressor *delta.Compressor
 	// NoConsolidate (tests) copies every live frame as it is.
 	NoConsolidate bool
+	// LoadRoot, if set, returns the address below the page's durable
+	// head from which a state of pid in memory would read its chain (a
+	// stub whose chain holds deltas published since it was made reads
+	// from its base's address), if any. A consolidation keeps that
+	// frame: its top is at or below it. Such roots only move up between
+	// publishes, so one read during a round holds for the round.
+	LoadRoot func(pid uint64) (uint64, bool)
 	// Verify (tests) cross-checks the bookkeeping at every rewrite: each
 	// stored chain against the chain read from disk, and each victim's
 	// accounted live bytes against the live bytes the liveness check
@@ -364,6 +371,15 @@ func (e *victimError) Unwrap() error { return e.err }
 // they are deleted. A batch with nothing live is only retired. left counts
 // victims whose deletion waits for readers.
 func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) (left int, err error) {
+	// An earlier batch of the round may have consolidated chains into
+	// these victims' frames, charging junk to them: their accounting is
+	// the manifest's now, not the round's start.
+	victims = slices.Clone(victims)
+	for i, v := range victims {
+		if f, ok := st.File(v.ID); ok {
+			victims[i] = f
+		}
+	}
 	live, chains, _, err := c.liveness(st, victims)
 	if err != nil {
 		var ve *victimError

@@ -69,6 +69,10 @@ func (c *Collector) merges(st View, victims []manifest.FileMeta, chains map[uint
 	var buf []byte
 	for _, pid := range pids {
 		ch := chains[pid]
+		root, pinned := uint64(0), false
+		if c.env.LoadRoot != nil {
+			root, pinned = c.env.LoadRoot(pid)
+		}
 		top := -1
 		files := make([]manifest.FileID, len(ch))
 		for i, e := range ch {
@@ -78,7 +82,7 @@ func (c *Collector) merges(st View, victims []manifest.FileMeta, chains map[uint
 				break
 			}
 			files[i] = id
-			if top < 0 && isVictim[id] {
+			if top < 0 && isVictim[id] && (!pinned || e.Addr <= root) {
 				top = i
 			}
 		}

@@ -95,7 +95,13 @@
 // files are charged to them in the switch commit (FileStats). The address
 // is the top's because frames above it, in other files or in memory, link
 // to it, and checkpoints link new frames to the durable head, never below
-// it. The base is the chain on its base as the page loader rebuilds it,
+// it. One reader starts below the head: a stub leaf reads its chain from
+// its base's address and replays its own chain, which holds the deltas
+// published since it was made; the top stays at or below that address
+// (Env.LoadRoot). Such addresses only move up between publishes, and a
+// round runs between two, so the engine's answer holds for the round.
+// The victims' accounting is read again before each batch: an earlier
+// batch of the round may have charged junk to them. The base is the chain on its base as the page loader rebuilds it,
 // consolidated with a retention that drops nothing (node.Page.Collect), so
 // it holds every version, CLRs and tombstones included: pruning would have
 // to see the frames above the top (a CLR there masks versions below).
