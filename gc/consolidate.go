@@ -17,12 +17,14 @@ import (
 const mergeBytes = 16 << 20
 
 // merge is one page's chain from its newest frame in the batch's victims
-// (the top) down to its base, which the rewrite replaces by one base frame
-// at the top's address (see the package doc, "Consolidation").
+// (the top; at or below Env.LoadRoot) down to its base, which the rewrite
+// replaces by one base frame at the top's address (see the package doc,
+// "Consolidation").
 type merge struct {
 	pid uint64
-	// above are the chain's frames newer than the top (in no victim), and
-	// chain the top and the frames below it, which the new base replaces.
+	// above are the chain's frames newer than the top (copied as they are
+	// if in a victim), and chain the top and the frames below it, which
+	// the new base replaces.
 	above, chain Chain
 	// files holds the file of each frame of chain.
 	files []manifest.FileID
@@ -51,8 +53,8 @@ func (keepAll) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], 0 }
 
 // merges chooses and builds the consolidations of a batch: each page of
 // chains (the pages with live frames in the victims, as liveness read
-// them) whose chain from its newest victim frame down holds two frames or
-// more. A chain that cannot be read or merged is left out (its frames
+// them) whose chain from its top (its newest victim frame at or below its
+// load root, if it has one) down holds two frames or more. A chain that cannot be read or merged is left out (its frames
 // are copied as they are): consolidation only saves space.
 func (c *Collector) merges(st View, victims []manifest.FileMeta, chains map[uint64]Chain) []*merge {
 	isVictim := make(map[manifest.FileID]bool, len(victims))
@@ -137,6 +139,9 @@ func (c *Collector) build(m *merge, buf []byte) ([]byte, error) {
 	}
 	cs := p.Collect(keepAll{})
 	nb := cs.Build(0, cs.Keys(), b.Low, b.High, b.Sibling)
+	if want := b.Len() + len(frames) - 1; nb.Len() != want {
+		return buf, fmt.Errorf("gc: consolidate page %d: %d versions from a chain of %d", m.pid, nb.Len(), want)
+	}
 	fr := &delta.Frame{Addr: m.chain[0].Addr, PID: m.pid, LSN: frames[0].LSN, Base: nb}
 	if err := fr.Check(); err != nil {
 		return buf, fmt.Errorf("gc: consolidate page %d: %w", m.pid, err)
