@@ -11,6 +11,7 @@ import (
 	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/gc"
 	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/node"
@@ -309,20 +310,36 @@ func (db *DB) abortTooOld(tx *Txn) {
 // loadPage reads a page's frames from its newest durable frame back to its
 // base (readChain, gc.go) and rebuilds the state. The chain it read is the
 // page's durable chain: the GC's accounting keeps it (gcLoaded).
+//
+// A GC rewrite may consolidate the chain while it is read: the frames
+// below the consolidated base's address are then gone, so a read that
+// followed an old link into them fails. A failed read that crossed such
+// a rewrite (gcMoved) reads the chain again from addr, which now leads to
+// the base.
 func (db *DB) loadPage(pid pagetable.PID, addr uint64) (*node.Page, error) {
 	var deltas []*delta.Delta
 	var base *delta.Base
-	chain, err := db.readChain(pid, addr, func(fr *delta.Frame) {
-		if fr.Base != nil {
-			base = fr.Base
-		} else {
-			deltas = append(deltas, fr.Delta)
+	var chain gc.Chain
+	var epoch gc.Epoch
+	for attempt := 0; ; attempt++ {
+		epoch = db.gcEpoch()
+		deltas, base = deltas[:0], nil
+		var err error
+		chain, err = db.readChain(pid, addr, func(fr *delta.Frame) {
+			if fr.Base != nil {
+				base = fr.Base
+			} else {
+				deltas = append(deltas, fr.Delta)
+			}
+		})
+		if err == nil {
+			break
 		}
-	})
-	if err != nil {
-		return nil, err
+		if attempt >= readRetries || !db.gcMoved(epoch) {
+			return nil, err
+		}
 	}
-	db.gcLoaded(pid, chain)
+	db.gcLoaded(pid, chain, epoch)
 	p := &node.Page{Base: base}
 	for i := len(deltas) - 1; i >= 0; i-- {
 		p = p.Prepend(deltas[i])

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/tree"
 )
 
 // withHooks returns a copy of o (nil: zero Options) whose test hooks,
@@ -38,6 +39,31 @@ func WithTestManifestRotateBytes(o *Options, n int64) *Options {
 // race and invariants builds.
 func WithTestGCVerify(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.gcVerify = true })
+}
+
+// WithTestGCNoConsolidate returns a copy of o with which GC rewrites copy
+// every live frame as it is, consolidating no chain (the baseline).
+func WithTestGCNoConsolidate(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.gcNoConsolidate = true })
+}
+
+// WithTestGCPaused returns a copy of o with which the DB runs no GC round
+// until SetTestGCPaused(false).
+func WithTestGCPaused(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.gcPaused.Store(true) })
+}
+
+// SetTestGCPaused pauses or resumes db's GC rounds.
+func (db *DB) SetTestGCPaused(paused bool) { db.hooks.gcPaused.Store(paused) }
+
+// SetTestFrameReadHook installs a function db's chain reads call after
+// each frame they read, with the page and the frame's address (nil: none).
+func (db *DB) SetTestFrameReadHook(f func(pid, addr uint64)) {
+	if f == nil {
+		db.hooks.frameRead.Store(nil)
+		return
+	}
+	db.hooks.frameRead.Store(&f)
 }
 
 // WithTestSettle returns a copy of o with which the checkpointer looks for
@@ -90,6 +116,48 @@ func CollectGarbage(db *DB) error {
 		}
 	}
 	return errors.New("bwkv: GC still due after 100 rounds")
+}
+
+// EvictAll evicts every leaf of db it can, as the cache's evictor would
+// (a leaf becomes a stub, then is dropped), so that the next touch of a
+// key reads its leaf from the data files. It returns the leaves evicted.
+func EvictAll(db *DB) int { return db.evictLeaves(true) }
+
+// StubAll turns every clean full leaf of db into a stub (node.Stub) and
+// returns how many it turned.
+func StubAll(db *DB) int { return db.evictLeaves(false) }
+
+func (db *DB) evictLeaves(drop bool) int {
+	n := 0
+	for pid := pagetable.PID(1); pid < db.pt.Next(); pid++ {
+		for i := 0; i < 3; i++ { // a first call may only clear the reference bit
+			r := db.tree.Evict(pid, drop)
+			if r == tree.EvictDropped && db.gc.ledger != nil {
+				db.gc.ledger.Forget(uint64(pid))
+			}
+			if r == tree.EvictDropped || r == tree.EvictStubbed && !drop {
+				n++
+			}
+			if r != tree.EvictReferenced && (r != tree.EvictStubbed || !drop) {
+				break
+			}
+		}
+	}
+	return n
+}
+
+// LedgerChain returns the addresses of the durable chain the GC's ledger
+// holds for page pid (nil: none).
+func (db *DB) LedgerChain(pid uint64) []uint64 {
+	c, ok := db.gc.ledger.Stored(pid)
+	if !ok {
+		return nil
+	}
+	out := make([]uint64, len(c))
+	for i, e := range c {
+		out[i] = e.Addr
+	}
+	return out
 }
 
 // CacheHardBase is the cache's hard limit for a CacheBytes budget, without

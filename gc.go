@@ -75,6 +75,10 @@ func (db *DB) initGC() {
 		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
 		DrainWait: gcDrainWait,
 		Verify:    db.hooks.verifyGC(),
+		// The consolidated bases take the checkpoints' codec.
+		Compressor:    db.newCompressor(),
+		NoConsolidate: db.hooks.gcNoConsolidate,
+		LoadRoot:      db.gcLoadRoot,
 	}, gc.Policy{
 		LiveRatio:  db.opts.GCLiveRatio,
 		SpaceAmp:   db.opts.GCSpaceAmp,
@@ -95,7 +99,7 @@ func (db *DB) initGC() {
 // another round should follow soon.
 func (db *DB) collectGarbage(force bool) bool {
 	g := &db.gc
-	if g.coll == nil || db.readOnly.Load() || (!force && !g.due.Load()) {
+	if g.coll == nil || db.readOnly.Load() || (!force && !g.due.Load()) || db.hooks.gcPaused.Load() {
 		return false
 	}
 	g.running.Store(true)
@@ -122,12 +126,41 @@ func (db *DB) collectGarbage(force bool) bool {
 // gcPublished notes a publish: the accounting changed, a round is due.
 func (db *DB) gcPublished() { db.gc.due.Store(true) }
 
-// gcLoaded is the page loader's hook: the chain it read is the page's
-// durable chain (docs/crash-safety.md accounting).
-func (db *DB) gcLoaded(pid pagetable.PID, c gc.Chain) {
+// gcLoaded is the page loader's hook: the chain it read, having sampled
+// epoch e first, is the page's durable chain (docs/crash-safety.md
+// accounting) unless a consolidating rewrite committed meanwhile.
+func (db *DB) gcLoaded(pid pagetable.PID, c gc.Chain, e gc.Epoch) {
 	if db.gc.ledger != nil {
-		db.gc.ledger.Loaded(uint64(pid), c)
+		db.gc.ledger.Loaded(uint64(pid), c, e)
 	}
+}
+
+// gcLoadRoot is the GC's view of where a resident page would read its
+// chain from, when that is below its durable head (gc.Env.LoadRoot): a
+// stub reads from its base's address (tree.Tree's full load) and replays
+// its chain, whose published deltas lie above that address.
+func (db *DB) gcLoadRoot(pid uint64) (uint64, bool) {
+	p := db.pt.Load(pagetable.PID(pid))
+	if p == nil || p.Stub == nil {
+		return 0, false
+	}
+	return p.Base.Addr, true
+}
+
+// gcEpoch samples the GC's rewrite epoch before a page load reads a
+// chain (gc.Ledger.Epoch; 0 for a read-only DB, which runs no GC).
+func (db *DB) gcEpoch() gc.Epoch {
+	if db.gc.ledger == nil {
+		return 0
+	}
+	return db.gc.ledger.Epoch()
+}
+
+// gcMoved reports whether a chain read that sampled e may have crossed a
+// consolidating rewrite (gc.Ledger.Moved): a frame it followed a link to
+// may be gone, replaced by the base at a newer address of the chain.
+func (db *DB) gcMoved(e gc.Epoch) bool {
+	return db.gc.ledger != nil && db.gc.ledger.Moved(e)
 }
 
 func (db *DB) gcStats() GCStats {
@@ -143,6 +176,9 @@ func (db *DB) gcStats() GCStats {
 		DataBytes:      s.DataBytes,
 		LiveBytes:      s.LiveBytes,
 		Rounds:         s.Rounds,
+
+		PagesConsolidated:  s.PagesConsolidated,
+		FramesConsolidated: s.FramesConsolidated,
 	}
 	if s.BytesDeleted > s.BytesWritten {
 		out.BytesReclaimed = s.BytesDeleted - s.BytesWritten
@@ -174,6 +210,7 @@ func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)
 		if fr.Blob != nil {
 			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("page %d's chain reaches blob frame %d", pid, a)}
 		}
+		db.hooks.runFrameRead(uint64(pid), a)
 		ext := gc.Extent{Addr: a, Size: uint32(fr.Stored), Blobs: frameBlobs(fr)}
 		chain = append(chain, ext)
 		if visit != nil {

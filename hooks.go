@@ -27,12 +27,21 @@ type testHooks struct {
 	// settling's period and idle time (settle.go), so tests settle in
 	// milliseconds.
 	settleInterval, settleIdle time.Duration
+	// gcNoConsolidate makes GC rewrites copy every live frame as it is
+	// (gc.Env.NoConsolidate): the baseline consolidation is measured
+	// against.
+	gcNoConsolidate bool
 
 	// cut, when set, runs between a cut and its publish.
 	cut atomic.Pointer[func()]
 	// rollback, when set, runs after each compensation of a rollback with
 	// the number installed so far.
 	rollback atomic.Pointer[func(n int)]
+	// gcPaused, while set, skips the GC rounds (they stay due).
+	gcPaused atomic.Bool
+	// frameRead, when set, runs after each frame a chain read reads
+	// (readChain), with the page and the frame's address.
+	frameRead atomic.Pointer[func(pid, addr uint64)]
 }
 
 // init copies the knobs an Options carries (nil: none) into h.
@@ -44,6 +53,9 @@ func (h *testHooks) init(from *testHooks) {
 	h.manifestRotateBytes = from.manifestRotateBytes
 	h.gcVerify = from.gcVerify
 	h.settleInterval, h.settleIdle = from.settleInterval, from.settleIdle
+	h.gcNoConsolidate = from.gcNoConsolidate
+	h.gcPaused.Store(from.gcPaused.Load())
+	h.frameRead.Store(from.frameRead.Load())
 	h.cut.Store(from.cut.Load())
 	h.rollback.Store(from.rollback.Load())
 }
@@ -55,6 +67,13 @@ func (h *testHooks) verifyGC() bool { return h.gcVerify || invariants.Enabled }
 func (h *testHooks) runCut() {
 	if f := h.cut.Load(); f != nil {
 		(*f)()
+	}
+}
+
+// runFrameRead runs the frame-read hook, if any.
+func (h *testHooks) runFrameRead(pid, addr uint64) {
+	if f := h.frameRead.Load(); f != nil {
+		(*f)(pid, addr)
 	}
 }
 

@@ -78,6 +78,10 @@ type GCStats struct {
 	// the first checkpoint). The log and the manifest are not included.
 	DataBytes, LiveBytes int64
 	SpaceAmplification   float64
+	// PagesConsolidated counts on-disk delta chains a rewrite replaced by
+	// one base frame at the chain's newest rewritten address, and
+	// FramesConsolidated the frames they held (docs/crash-safety.md).
+	PagesConsolidated, FramesConsolidated uint64
 }
 
 // TreeStats describes the index.
@@ -315,6 +319,7 @@ func (s Stats) String() string {
 	row("gc", "data bytes", bytesIEC(s.GC.DataBytes))
 	row("gc", "live bytes", bytesIEC(s.GC.LiveBytes))
 	row("gc", "space amp", fmt.Sprintf("%.2f", s.GC.SpaceAmplification))
+	row("gc", "pages consolidated", s.GC.PagesConsolidated)
 	row("tree", "pages", count(s.Tree.Pages))
 	row("tree", "leaves", count(s.Tree.Leaves))
 	row("tree", "depth", s.Tree.Depth)

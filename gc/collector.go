@@ -55,6 +55,18 @@ type Env struct {
 	// DrainWait bounds how long a deletion waits for the readers of a
 	// retired file; the deletion is retried next round after that.
 	DrainWait time.Duration
+	// Compressor, if set, encodes the consolidated base frames (the
+	// engine's codec); nil writes them plain. Used by the collector only.
+	Compressor *delta.Compressor
+	// NoConsolidate (tests) copies every live frame as it is.
+	NoConsolidate bool
+	// LoadRoot, if set, returns the address below the page's durable
+	// head from which a state of pid in memory would read its chain (a
+	// stub whose chain holds deltas published since it was made reads
+	// from its base's address), if any. A consolidation keeps that
+	// frame: its top is at or below it. Such roots only move up between
+	// publishes, so one read during a round holds for the round.
+	LoadRoot func(pid uint64) (uint64, bool)
 	// Verify (tests) cross-checks the bookkeeping at every rewrite: each
 	// stored chain against the chain read from disk, and each victim's
 	// accounted live bytes against the live bytes the liveness check
@@ -79,6 +91,11 @@ type Stats struct {
 	// live frame bytes as the manifest accounts them (after the last
 	// round or publish).
 	DataBytes, LiveBytes int64
+	// PagesConsolidated counts chains a rewrite replaced by one base
+	// frame, FramesConsolidated the frames those chains held;
+	// ConsolidateErrors chains that could not be read or merged (copied
+	// as they were).
+	PagesConsolidated, FramesConsolidated, ConsolidateErrors uint64
 }
 
 // Collector runs collection rounds. A round must not run concurrently
@@ -98,14 +115,18 @@ type Collector struct {
 	// Checkpointer goroutine only.
 	unrecorded []manifest.FileID
 
+	// comp is Env.Compressor.
+	comp *delta.Compressor
+
 	rounds, rewrites, rewritten, retired, deleted atomic.Uint64
 	read, written, deletedBytes                   atomic.Uint64
 	dataBytes, liveBytes                          atomic.Int64
+	merged, mergedFrames, mergeErrors             atomic.Uint64
 }
 
 // New returns a collector with policy p.
 func New(env *Env, p Policy) *Collector {
-	return &Collector{env: env, policy: p, skip: map[manifest.FileID]bool{}}
+	return &Collector{env: env, policy: p, skip: map[manifest.FileID]bool{}, comp: env.Compressor}
 }
 
 // Stats returns the counters.
@@ -115,6 +136,7 @@ func (c *Collector) Stats() Stats {
 		FilesRewritten: c.rewritten.Load(), FilesRetired: c.retired.Load(), FilesDeleted: c.deleted.Load(),
 		BytesRead: c.read.Load(), BytesWritten: c.written.Load(), BytesDeleted: c.deletedBytes.Load(),
 		DataBytes: c.dataBytes.Load(), LiveBytes: c.liveBytes.Load(),
+		PagesConsolidated: c.merged.Load(), FramesConsolidated: c.mergedFrames.Load(), ConsolidateErrors: c.mergeErrors.Load(),
 	}
 }
 
@@ -230,14 +252,18 @@ func (c *Collector) clearStage(id manifest.FileID) error {
 type frameAt struct {
 	addr uint64
 	file manifest.FileID
+	// merge, if set, is the consolidation whose base the rewrite writes
+	// at addr instead of the frame.
+	merge *merge
 }
 
 // liveness decides, definitively, which frames of the victims are live: a
 // frame is live iff its page has a head in st and the chain from that
 // head reaches it. A page whose chain cannot be read keeps all its frames
 // (copying junk is harmless; dropping a live frame is not). A victim
-// frame that cannot be read fails the batch.
-func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frameAt, liveBytes int64, err error) {
+// frame that cannot be read fails the batch. chains are the read chains
+// of the pages with a live victim frame that is not a blob.
+func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frameAt, chains map[uint64]Chain, liveBytes int64, err error) {
 	type victimFrame struct {
 		frameAt
 		pid uint64 // 0: unknown, read the frame's header
@@ -247,10 +273,10 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 	for _, v := range victims {
 		frames, err := c.env.Files.Frames(v.ID)
 		if err != nil {
-			return nil, 0, fmt.Errorf("gc: list frames of file %d: %w", v.ID, err)
+			return nil, nil, 0, fmt.Errorf("gc: list frames of file %d: %w", v.ID, err)
 		}
 		for _, f := range frames {
-			all = append(all, victimFrame{frameAt{f.Addr, v.ID}, f.PID, f.Len})
+			all = append(all, victimFrame{frameAt{addr: f.Addr, file: v.ID}, f.PID, f.Len})
 		}
 	}
 	slices.SortFunc(all, func(a, b victimFrame) int { return cmp.Compare(a.addr, b.addr) })
@@ -259,7 +285,7 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 		ok    bool
 		blobs map[uint64]bool // the chain's blobs, once a blob asks
 	}
-	chains := map[uint64]*known{}
+	pages := map[uint64]*known{}
 	measured := map[manifest.FileID]int64{}
 	var buf []byte
 	for _, f := range all {
@@ -273,7 +299,7 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 			var err error
 			buf, fr, err = c.env.Files.ReadRaw(f.file, f.addr, buf[:0])
 			if err != nil {
-				return nil, 0, &victimError{file: f.file, err: err}
+				return nil, nil, 0, &victimError{file: f.file, err: err}
 			}
 			pid, n = fr.PID, fr.Len
 		}
@@ -282,16 +308,16 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 		if !ok || (!blob && head < f.addr) {
 			continue // page removed, or the frame is newer than its head: never reached
 		}
-		k, seen := chains[pid]
+		k, seen := pages[pid]
 		if !seen {
 			if c.env.Verify {
 				if err := c.env.Ledger.verify(pid, head); err != nil {
-					return nil, 0, err
+					return nil, nil, 0, err
 				}
 			}
 			ch, err := c.env.Ledger.Chain(pid, head)
 			k = &known{chain: ch, ok: err == nil}
-			chains[pid] = k
+			pages[pid] = k
 		}
 		var reached bool
 		if blob {
@@ -311,15 +337,21 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 			liveBytes += int64(n)
 			measured[f.file] += int64(n)
 		}
+		if k.ok && reached && !blob {
+			if chains == nil {
+				chains = map[uint64]Chain{}
+			}
+			chains[pid] = k.chain
+		}
 	}
 	if c.env.Verify {
 		for _, v := range victims {
 			if measured[v.ID] != v.Live {
-				return nil, 0, fmt.Errorf("gc: verify: file %d accounts %d live bytes, the liveness check finds %d", v.ID, v.Live, measured[v.ID])
+				return nil, nil, 0, fmt.Errorf("gc: verify: file %d accounts %d live bytes, the liveness check finds %d", v.ID, v.Live, measured[v.ID])
 			}
 		}
 	}
-	return live, liveBytes, nil
+	return live, chains, liveBytes, nil
 }
 
 // victimError is a victim frame that could not be read.
@@ -339,7 +371,16 @@ func (e *victimError) Unwrap() error { return e.err }
 // they are deleted. A batch with nothing live is only retired. left counts
 // victims whose deletion waits for readers.
 func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) (left int, err error) {
-	live, _, err := c.liveness(st, victims)
+	// An earlier batch of the round may have consolidated chains into
+	// these victims' frames, charging junk to them: their accounting is
+	// the manifest's now, not the round's start.
+	victims = slices.Clone(victims)
+	for i, v := range victims {
+		if f, ok := st.File(v.ID); ok {
+			victims[i] = f
+		}
+	}
+	live, chains, _, err := c.liveness(st, victims)
 	if err != nil {
 		var ve *victimError
 		if errors.As(err, &ve) && errors.Is(err, base.ErrCorruption) {
@@ -347,6 +388,14 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 		}
 		return 0, err
 	}
+	isVictim := func(id manifest.FileID) bool {
+		return slices.ContainsFunc(victims, func(v manifest.FileMeta) bool { return v.ID == id })
+	}
+	var merges []*merge
+	if !c.env.NoConsolidate {
+		merges = c.merges(st, victims, chains)
+	}
+	live, junk := applyMerges(live, merges, isVictim)
 	for _, v := range victims {
 		c.read.Add(uint64(v.Total))
 	}
@@ -403,6 +452,14 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 	edit.Has |= manifest.HasStageFile
 	edit.StageFile = manifest.NoFile
 	edit.AddFiles = []manifest.FileMeta{{ID: out, Total: info.FrameBytes, Live: info.FrameBytes}}
+	// Frames below a consolidated base in other files are junk now.
+	for id, j := range junk {
+		if f, ok := st.File(id); ok && !failpoints.Skip(failpoints.MutJunkNotRecorded) {
+			f.Live = max(0, f.Live-j)
+			edit.FileStats = append(edit.FileStats, f)
+		}
+	}
+	slices.SortFunc(edit.FileStats, func(a, b manifest.FileMeta) int { return cmp.Compare(a.ID, b.ID) })
 	for _, r := range edit.RemoveRanges {
 		if hasLive[r.File] {
 			edit.AddRanges = appendRange(edit.AddRanges, manifest.Range{Lo: r.Lo, Hi: r.Hi, File: out})
@@ -416,7 +473,7 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 	}
 	err = failpoints.Hit(failpoints.GCBeforeMetaCommit)
 	if err == nil {
-		err = c.commit(edit)
+		err = c.commitMerged(edit, merges)
 	}
 	if err != nil {
 		// In doubt: the manifest is failed, the stage mark may or may
@@ -433,6 +490,10 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 	}
 	c.rewrites.Add(1)
 	c.written.Add(uint64(info.Size))
+	for _, m := range merges {
+		c.merged.Add(1)
+		c.mergedFrames.Add(uint64(len(m.chain)))
+	}
 	for _, v := range victims {
 		if hasLive[v.ID] {
 			c.rewritten.Add(1)
@@ -441,6 +502,27 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 		}
 	}
 	return c.deleteFiles(ids)
+}
+
+// commitMerged is commit for a rewrite that consolidates the chains of
+// merges: the Ledger's epoch brackets the commit (a page load racing it
+// reads again), and the Ledger's chains of the resident pages become the
+// consolidated ones once it is durable.
+func (c *Collector) commitMerged(e *manifest.Edit, merges []*merge) error {
+	if len(merges) == 0 {
+		return c.commit(e)
+	}
+	c.env.Ledger.rewriting()
+	err := c.commit(e)
+	var chains map[uint64]Chain
+	if err == nil {
+		chains = make(map[uint64]Chain, len(merges))
+		for _, m := range merges {
+			chains[m.pid] = m.newChain()
+		}
+	}
+	c.env.Ledger.Rewritten(chains)
+	return err
 }
 
 // appendRange appends r to rs (sorted, r.Lo above every range), merging
@@ -465,6 +547,12 @@ func (c *Collector) write(id manifest.FileID, live []frameAt) (pool.FileInfo, er
 	w := pool.NewFileWriter(f)
 	var buf []byte
 	for _, fa := range live {
+		if m := fa.merge; m != nil {
+			if err := w.AddRaw(m.raw); err != nil {
+				return pool.FileInfo{}, fmt.Errorf("gc: write %s: %w", name, err)
+			}
+			continue
+		}
 		// Copied as encoded: a frame keeps its codec, size and CRC.
 		var err error
 		buf, _, err = c.env.Files.ReadRaw(fa.file, fa.addr, buf[:0])

@@ -66,8 +66,9 @@
 //     deletes every data file the manifest does not register, and the
 //     next round clears the mark.
 //  2. Write the live frames with their logical addresses (frames are
-//     immutable, so they are copied as they are), fsync the file, fsync
-//     the directory (gc_rewrite_after_data_dir_sync).
+//     immutable, so they are copied as they are, but for the chains
+//     consolidated, below), fsync the file, fsync the directory
+//     (gc_rewrite_after_data_dir_sync).
 //  3. One commit registers the new file (clearing the mark), remaps the
 //     victims' address ranges to it and retires the victims as pending
 //     deletes (gc_rewrite_before_meta_commit, gc_rewrite_after_meta_commit).
@@ -83,6 +84,42 @@
 //
 // A batch with nothing live skips steps 1-2: one commit removes the
 // victims' ranges and retires them, then step 4.
+//
+// # Consolidation
+//
+// A live page whose durable chain, from its newest frame in the batch's
+// victims (the top) down to its base, holds two frames or more is not
+// copied as it is: the rewrite writes, at the top's address, one base
+// frame merging that part of the chain (consolidate.go), and the frames
+// below the top are junk: victim frames are not copied, frames in other
+// files are charged to them in the switch commit (FileStats). The address
+// is the top's because frames above it, in other files or in memory, link
+// to it, and checkpoints link new frames to the durable head, never below
+// it. One reader starts below the head: a stub leaf reads its chain from
+// its base's address and replays its own chain, which holds the deltas
+// published since it was made; the top stays at or below that address
+// (Env.LoadRoot). Such addresses only move up between publishes, and a
+// round runs between two, so the engine's answer holds for the round.
+// The victims' accounting is read again before each batch: an earlier
+// batch of the round may have charged junk to them. The base is the chain on its base as the page loader rebuilds it,
+// consolidated with a retention that drops nothing (node.Page.Collect), so
+// it holds every version, CLRs and tombstones included: pruning would have
+// to see the frames above the top (a CLR there masks versions below).
+// Blob references are kept as they are (the values are not read), so no
+// blob changes liveness. A chain that cannot be read or merged is copied
+// as it is; the bases one batch holds before the write are bounded
+// (mergeBytes). The base takes the engine's codec (Env.Compressor).
+//
+// A consolidation keeps the head of a chain but shortens it, so the
+// Ledger's rule "a stored chain with the manifest's head is current" needs
+// the epoch (Ledger.Epoch): the commit is bracketed by Ledger.rewriting and
+// Ledger.Rewritten, which stores the consolidated chains of resident
+// pages. A page load samples the epoch first: one whose read crossed the
+// commit is not recorded (Loaded), and one that failed after it (it
+// followed an old top delta's link to a frame now gone) reads the chain
+// again from its head (Moved). A resident stub's node.Stub.DiskLen still
+// counts the dropped deltas: it only steers when a stub is loaded in full
+// or consolidated, so the over-count costs at most an early load.
 //
 // A round runs in the engine's checkpointer goroutine right after a
 // publish, so no other manifest commit interleaves with it and the state

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/puzpuzpuz/xsync/v3"
 
@@ -137,8 +139,19 @@ type Change struct {
 // manifest state being planned against; otherwise the Ledger reads the
 // chain from disk (Walk), so a racing or stale Loaded never skews the
 // accounting.
+//
+// A GC rewrite that consolidates a chain keeps its head but shortens it
+// (Rewritten), so a head alone no longer identifies a chain: the epoch,
+// a sequence count around each such commit, tells the page loader that
+// the chain it read may be stale (Loaded drops it) or that a frame it
+// could not read was dropped under it (Epoch.Moved: it reads again).
 type Ledger struct {
 	chains *xsync.MapOf[uint64, Chain]
+	// epoch is odd while a rewrite that consolidates chains commits and
+	// is bumped again after (Rewritten). mu makes a Loaded's check of
+	// the epoch and its store one step with respect to Rewritten.
+	epoch atomic.Uint64
+	mu    sync.RWMutex
 	// Walk reads a page's durable chain from disk, starting at head. It
 	// is called by Plan and by the collector's liveness check, never by
 	// Loaded.
@@ -150,12 +163,56 @@ func NewLedger(walk func(pid, head uint64) (Chain, error)) *Ledger {
 	return &Ledger{chains: xsync.NewMapOf[uint64, Chain](), walk: walk}
 }
 
-// Loaded records the chain the page loader just read for pid (the hook
-// from the root's loadPage). O(1); c must not be modified afterwards.
-func (l *Ledger) Loaded(pid uint64, c Chain) {
-	if len(c) > 0 {
+// Epoch is the Ledger's rewrite epoch, sampled by a page load before it
+// reads a chain.
+type Epoch uint64
+
+// Epoch returns the current epoch.
+func (l *Ledger) Epoch() Epoch { return Epoch(l.epoch.Load()) }
+
+// Moved reports whether a rewrite that consolidates chains may have
+// committed since e was sampled: a chain read since then may mix frames
+// from before and after it, and a frame below a consolidated base may be
+// gone. The loader then reads the chain again from its head.
+func (l *Ledger) Moved(e Epoch) bool { return e%2 == 1 || l.Epoch() != e }
+
+// Loaded records the chain the page loader read for pid, having sampled
+// e before the read (the hook from the root's loadPage). A chain read
+// across a consolidating rewrite is dropped (Moved): it may hold frames
+// the rewrite dropped, under the same head. O(1); c must not be modified
+// afterwards.
+func (l *Ledger) Loaded(pid uint64, c Chain, e Epoch) {
+	if len(c) == 0 {
+		return
+	}
+	l.mu.RLock()
+	if !l.Moved(e) {
 		l.chains.Store(pid, c)
 	}
+	l.mu.RUnlock()
+}
+
+// rewriting marks the start of a rewrite commit that consolidates chains
+// (the epoch turns odd). Rewritten must follow, whatever the commit's
+// outcome.
+func (l *Ledger) rewriting() { l.epoch.Add(1) }
+
+// Rewritten ends what rewriting began: it records the consolidated
+// chains, each replacing the stored chain of its page if that has the
+// same head (a page not in memory keeps no chain), and turns the epoch
+// even. chains is nil when the commit failed.
+func (l *Ledger) Rewritten(chains map[uint64]Chain) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for pid, c := range chains {
+		l.chains.Compute(pid, func(old Chain, loaded bool) (Chain, bool) {
+			if !loaded || old.Head() != c.Head() {
+				return old, !loaded
+			}
+			return c, false
+		})
+	}
+	l.epoch.Add(1)
 }
 
 // Forget drops pid's chain: the engine dropped the page from memory (a
@@ -190,6 +247,9 @@ func (l *Ledger) verify(pid, head uint64) error {
 	}
 	return nil
 }
+
+// Stored returns the chain the Ledger holds for pid, if any (tests).
+func (l *Ledger) Stored(pid uint64) (Chain, bool) { return l.chains.Load(pid) }
 
 // Len returns the number of pages whose chain the Ledger holds.
 func (l *Ledger) Len() int { return l.chains.Size() }

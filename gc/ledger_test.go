@@ -61,7 +61,7 @@ func TestPlanJunk(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := NewLedger(noWalk)
-			l.Loaded(7, old)
+			l.Loaded(7, old, l.Epoch())
 			st := state(t, map[uint64]uint64{7: 150})
 			p := l.Plan([]Change{c.ch}, st)
 			if got := stats(p); len(got) != len(c.live) || p.Junk != c.junk {
@@ -97,7 +97,7 @@ func TestPlanStaleChain(t *testing.T) {
 		}
 		return nil, errors.New("unreadable")
 	})
-	l.Loaded(7, Chain{{150, 10, nil}, {50, 300, nil}}) // stale: the head moved to 160
+	l.Loaded(7, Chain{{150, 10, nil}, {50, 300, nil}}, l.Epoch()) // stale: the head moved to 160
 	st := state(t, map[uint64]uint64{7: 160, 8: 170})
 	p := l.Plan([]Change{
 		{PID: 7, Written: Chain{{210, 5, nil}}},  // new base
@@ -114,7 +114,7 @@ func TestPlanStaleChain(t *testing.T) {
 // zero (the manifest would reject the publish).
 func TestPlanClampsLive(t *testing.T) {
 	l := NewLedger(noWalk)
-	l.Loaded(7, Chain{{50, 5000, nil}})
+	l.Loaded(7, Chain{{50, 5000, nil}}, l.Epoch())
 	p := l.Plan([]Change{{PID: 7, Removed: true}}, state(t, map[uint64]uint64{7: 50}))
 	if got := stats(p); got[1] != 0 {
 		t.Fatalf("live %v, want file 1 at 0", got)
@@ -156,7 +156,7 @@ func TestPlanBlobs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := NewLedger(noWalk)
-			l.Loaded(7, old)
+			l.Loaded(7, old, l.Epoch())
 			p := l.Plan([]Change{c.ch}, state(t, map[uint64]uint64{7: 150}))
 			got := stats(p)
 			if len(got) != len(c.live) || p.Junk != c.junk {
@@ -168,5 +168,47 @@ func TestPlanBlobs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLedgerRewriteEpoch: a consolidating rewrite keeps a chain's head, so
+// the epoch decides. A load that read across the rewrite's commit is
+// dropped and asked to read again; the stored chain of a resident page
+// becomes the consolidated one; a page not in memory stays unknown.
+func TestLedgerRewriteEpoch(t *testing.T) {
+	l := NewLedger(noWalk)
+	old := Chain{{150, 10, nil}, {120, 20, nil}, {50, 300, nil}}
+	merged := Chain{{150, 200, nil}}
+
+	before := l.Epoch() // a load of page 7 starts before the rewrite
+	l.Loaded(8, Chain{{160, 10, nil}, {60, 30, nil}}, l.Epoch())
+	l.rewriting()
+	during := l.Epoch() // ... and one during its commit
+	if !l.Moved(before) || !l.Moved(during) {
+		t.Fatal("a commit in flight does not move the epoch")
+	}
+	l.Rewritten(map[uint64]Chain{8: {{160, 35, nil}}, 9: {{170, 5, nil}}})
+	after := l.Epoch()
+	l.Loaded(7, old, before)
+	l.Loaded(7, old, during)
+	if _, ok := l.chains.Load(7); ok || !l.Moved(before) || !l.Moved(during) || l.Moved(after) {
+		t.Fatalf("a load across the rewrite was kept (moved: %v %v %v)", l.Moved(before), l.Moved(during), l.Moved(after))
+	}
+	if c, _ := l.chains.Load(8); !equalChains(c, Chain{{160, 35, nil}}) {
+		t.Fatalf("page 8's chain %v, want the consolidated one", c)
+	}
+	if _, ok := l.chains.Load(9); ok {
+		t.Fatal("the rewrite stored the chain of a page the ledger did not hold")
+	}
+
+	// A chain stored with another head is left alone; a failed commit
+	// (nil chains) changes nothing but the epoch.
+	l.Loaded(7, Chain{{180, 5, nil}, {150, 10, nil}}, after)
+	l.rewriting()
+	l.Rewritten(map[uint64]Chain{7: merged})
+	l.rewriting()
+	l.Rewritten(nil)
+	if c, _ := l.chains.Load(7); c.Head() != 180 || l.Moved(l.Epoch()) {
+		t.Fatalf("page 7's chain %v, epoch %d", c, l.Epoch())
 	}
 }
