@@ -70,7 +70,7 @@ func (db *DB) afterWrite() {
 	if db.gens.Hot().Bytes() >= db.opts.CheckpointBytes && db.gens.Sealed() == nil {
 		db.kickCheckpoint()
 	}
-	db.cacheCheck()
+	db.cache.Check()
 }
 
 // backpressure makes a writer wait, before it takes any lock, while the
@@ -109,12 +109,7 @@ func (db *DB) mustWait() bool {
 	if db.gens.Hot().Bytes() >= 2*db.opts.CheckpointBytes && (db.gens.Sealed() != nil || db.gc.running.Load()) {
 		return true
 	}
-	if db.leafResident() > db.cacheHardLimit() && (db.gens.Sealed() != nil || db.gens.Hot().Frames() > 0) {
-		db.cache.pressure.Store(true)
-		db.kickCheckpoint()
-		return true
-	}
-	return false
+	return db.cache.MustWait()
 }
 
 // checkpointLoop is the one background checkpointer.
@@ -172,7 +167,7 @@ func (db *DB) checkpointOnce(force bool) error {
 			return err
 		}
 	}
-	pressure := db.cache.pressure.Swap(false) && db.gens.Hot().Frames() > 0
+	pressure := db.cache.TakePressure() && db.gens.Hot().Frames() > 0
 	if !force && !pressure && db.gens.Hot().Bytes() < db.opts.CheckpointBytes {
 		return nil
 	}
@@ -243,7 +238,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	c.frontier.Store(res.Frontier)
 	c.analysisStart.Store(res.AnalysisStart)
 	c.renew()
-	db.offerPublished(g)
+	db.cache.OfferPublished(g)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bwkv/bwkv/cache"
 	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/mvcc"
@@ -54,7 +55,7 @@ type DB struct {
 	files *pool.Files // open data files: bounded, reference counted (gc.go)
 
 	ckpt  ckptState
-	cache cacheState
+	cache *cache.Cache // the page cache and its evictor (cache/)
 	// hooks are the test knobs of this DB (hooks.go); zero outside tests.
 	hooks testHooks
 	gc    gcState // data-file GC (gc.go)
@@ -137,15 +138,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	db := &DB{
-		dir:   dir,
-		opts:  *o,
-		fs:    fs,
-		lock:  lk,
-		log:   logger,
-		txns:  make(map[*Txn]struct{}),
-		stop:  make(chan struct{}),
-		ckpt:  newCkptState(),
-		cache: newCacheState(),
+		dir:  dir,
+		opts: *o,
+		fs:   fs,
+		lock: lk,
+		log:  logger,
+		txns: make(map[*Txn]struct{}),
+		stop: make(chan struct{}),
+		ckpt: newCkptState(),
 	}
 	db.hooks.init(o.testHooks)
 	db.files = pool.NewFiles(o.MaxOpenFiles, db.openDataFile)
@@ -167,7 +167,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.bg.Add(3)
 		go db.retireLoop()
 		go db.checkpointLoop()
-		go db.evictLoop()
+		go func() {
+			defer db.bg.Done()
+			db.cache.Run(db.stop)
+		}()
 		if db.recovery.RecordsReplayed > 100_000 {
 			db.kickCheckpoint() // a long redo: shorten the next one
 		}
@@ -247,9 +250,10 @@ func (db *DB) open(exists bool) error {
 		Retention:   retention{db},
 		Gens:        db.gens,
 		Load:        db.loadPage,
-		Loaded:      db.cacheCheck,
-		WantCompact: db.wantCompact,
+		Loaded:      func() { db.cache.Check() },
+		WantCompact: func(pid pagetable.PID) { db.cache.WantCompact(pid) },
 	}, db.pt)
+	db.cache = db.newCache()
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(snapSlab) }
 	db.initHot()
@@ -290,6 +294,25 @@ func (db *DB) open(exists bool) error {
 		return fmt.Errorf("bwkv: open %s: recycle log: %w", db.dir, err)
 	}
 	return nil
+}
+
+// newCache wires the page cache to the parts it governs (cache.Env).
+func (db *DB) newCache() *cache.Cache {
+	env := cache.Env{
+		CacheBytes:      db.opts.CacheBytes,
+		ReadOnly:        db.opts.ReadOnly,
+		Recovering:      db.recovering.Load,
+		Pages:           db.pt,
+		Tree:            db.tree,
+		Gens:            db.gens,
+		KickCheckpoint:  db.kickCheckpoint,
+		BackgroundError: db.backgroundError,
+		Log:             db.log,
+	}
+	if l := db.gc.ledger; l != nil {
+		env.Forget = func(pid pagetable.PID) { l.Forget(uint64(pid)) }
+	}
+	return cache.New(env)
 }
 
 // openErr adds the directory to a lower layer's error. Corruption and

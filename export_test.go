@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bwkv/bwkv/cache"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/tree"
@@ -161,8 +162,8 @@ func (db *DB) LedgerChain(pid uint64) []uint64 {
 }
 
 // CacheHardBase is the cache's hard limit for a CacheBytes budget, without
-// the unpublished frames (cache.go).
-func CacheHardBase(cacheBytes int64) int64 { return cacheHardBase(cacheBytes) }
+// the unpublished frames (cache.HardBase).
+func CacheHardBase(cacheBytes int64) int64 { return cache.HardBase(cacheBytes) }
 
 // KeyVersions returns how many versions of key its leaf holds in memory
 // (chain and base, CLR-masked ones excluded).

@@ -139,10 +139,11 @@ func (db *DB) Stats() Stats {
 	s.Cache.Bytes = db.pt.Resident()
 	s.Cache.Misses = ts.Loads // pages read from data files
 	s.Cache.Hits = ts.Hits
-	s.Cache.Evictions = db.cache.evictions.Load()
+	cs := db.cache.Stats()
+	s.Cache.Evictions = cs.Evictions
 	s.Cache.StubBytes = db.tree.StubBytes()
 	s.Cache.InnerBytes = db.pt.InnerResident()
-	s.Cache.Compactions = db.cache.compactions.Load()
+	s.Cache.Compactions = cs.Compactions
 	s.Recovery = db.recovery
 	c := &db.ckpt
 	s.Checkpoint = CheckpointStats{

@@ -1,0 +1,373 @@
+package cache
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/tree"
+)
+
+// fakePage is one leaf of fakeEngine.
+type fakePage struct {
+	bytes      int64 // resident bytes (0: dropped)
+	stub       bool
+	dirty      bool
+	referenced bool
+}
+
+// fakeEngine implements Pages and Tree over a map of pages: a full leaf
+// of fullBytes becomes a stub of stubBytes, a stub is dropped.
+type fakeEngine struct {
+	mu         sync.Mutex
+	pages      map[pagetable.PID]*fakePage
+	ring       []pagetable.PID
+	queued     map[pagetable.PID]bool
+	cring      []pagetable.PID
+	inner      int64
+	stubBytes  int64
+	compacted  []pagetable.PID
+	compactErr error
+	forgotten  []pagetable.PID
+	kicks      int
+	bgErrs     int
+}
+
+const (
+	fullBytes = 100
+	stubBytes = 10
+)
+
+func newFake(n int) *fakeEngine {
+	f := &fakeEngine{pages: map[pagetable.PID]*fakePage{}, queued: map[pagetable.PID]bool{}}
+	for pid := pagetable.PID(1); pid <= pagetable.PID(n); pid++ {
+		f.pages[pid] = &fakePage{bytes: fullBytes}
+		f.Enqueue(pid)
+	}
+	return f
+}
+
+func (f *fakeEngine) Enqueue(pid pagetable.PID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.queued[pid] {
+		f.queued[pid] = true
+		f.ring = append(f.ring, pid)
+	}
+}
+
+func (f *fakeEngine) Dequeue() (pagetable.PID, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ring) == 0 {
+		return 0, false
+	}
+	pid := f.ring[0]
+	f.ring = f.ring[1:]
+	f.queued[pid] = false
+	return pid, true
+}
+
+func (f *fakeEngine) Candidates() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ring)
+}
+
+func (f *fakeEngine) EnqueueCompact(pid pagetable.PID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cring = append(f.cring, pid)
+}
+
+func (f *fakeEngine) DequeueCompact() (pagetable.PID, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.cring) == 0 {
+		return 0, false
+	}
+	pid := f.cring[0]
+	f.cring = f.cring[1:]
+	return pid, true
+}
+
+func (f *fakeEngine) CompactQueued() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cring)
+}
+
+func (f *fakeEngine) Resident() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.inner
+	for _, p := range f.pages {
+		n += p.bytes
+	}
+	return n
+}
+
+func (f *fakeEngine) InnerResident() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inner
+}
+
+func (f *fakeEngine) Evict(pid pagetable.PID, dropStubs bool) tree.Evicted {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.pages[pid]
+	switch {
+	case p == nil || p.bytes == 0 || p.dirty:
+		return tree.EvictSkipped
+	case p.referenced:
+		p.referenced = false
+		return tree.EvictReferenced
+	case p.stub && !dropStubs:
+		return tree.EvictSkipped
+	case p.stub:
+		p.bytes = 0
+		f.stubBytes -= stubBytes
+		return tree.EvictDropped
+	}
+	p.stub, p.bytes = true, stubBytes
+	f.stubBytes += stubBytes
+	return tree.EvictStubbed
+}
+
+func (f *fakeEngine) Compact(pid pagetable.PID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.compacted = append(f.compacted, pid)
+	return f.compactErr
+}
+
+func (f *fakeEngine) StubBytes() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stubBytes
+}
+
+// env returns an Env over f and gens with the given budget.
+func (f *fakeEngine) env(cacheBytes int64, gens *generation.Manager) Env {
+	return Env{
+		CacheBytes: cacheBytes,
+		Recovering: func() bool { return false },
+		Pages:      f,
+		Tree:       f,
+		Gens:       gens,
+		Forget: func(pid pagetable.PID) {
+			f.mu.Lock()
+			f.forgotten = append(f.forgotten, pid)
+			f.mu.Unlock()
+		},
+		KickCheckpoint: func() {
+			f.mu.Lock()
+			f.kicks++
+			f.mu.Unlock()
+		},
+		BackgroundError: func(error) {
+			f.mu.Lock()
+			f.bgErrs++
+			f.mu.Unlock()
+		},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+// dirtyHot accounts frames of bytes in gens' hot generation, as a write
+// would.
+func dirtyHot(gens *generation.Manager, bytes int) {
+	pt := pagetable.New[node.Page](1)
+	pid := pt.Alloc()
+	gens.Touch(pt.Slot(pid), pid, nil, 1, bytes)
+}
+
+// runUntil runs c's evictor, calls c.Check (as each write and load
+// does) until done (or fails after 5 s) and stops the evictor.
+func runUntil(t *testing.T, c *Cache, done func() bool) {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.Run(stop)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Check(); !done(); c.Check() {
+		if time.Now().After(deadline) {
+			close(stop)
+			wg.Wait()
+			t.Fatal("the evictor did not finish")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func TestHardBase(t *testing.T) {
+	if got := HardBase(0); got != HardFloor {
+		t.Errorf("HardBase(0) = %d, want %d", got, HardFloor)
+	}
+	if got, want := HardBase(1<<20), int64(2<<20+4<<20); got != want {
+		t.Errorf("HardBase(1 MiB) = %d, want %d", got, want)
+	}
+}
+
+// TestBudget checks the budget math: unpublished frames (hot and sealed)
+// raise the budget and the hard limit, and inner pages do not count.
+func TestBudget(t *testing.T) {
+	f := newFake(10) // 1000 bytes of leaves
+	f.inner = 5000
+	gens := generation.NewManager(1, 0)
+	c := New(f.env(900, gens))
+	if c.leafResident() != 1000 || !c.overBudget() {
+		t.Fatalf("leafResident %d, overBudget %v: want 1000, true", c.leafResident(), c.overBudget())
+	}
+	dirtyHot(gens, 60)
+	if g := gens.Cut(func() uint64 { return 0 }); g == nil {
+		t.Fatal("cut failed")
+	}
+	dirtyHot(gens, 50)
+	if c.unpublished() != 110 || c.budget() != 1010 || c.overBudget() {
+		t.Errorf("unpublished %d, budget %d, overBudget %v: want 110, 1010, false", c.unpublished(), c.budget(), c.overBudget())
+	}
+	if got, want := c.hardLimit(), HardBase(900)+110; got != want {
+		t.Errorf("hardLimit %d, want %d", got, want)
+	}
+}
+
+// TestMustWait checks the hard limit: writers wait only while a publish
+// can clean something, and then the checkpointer is asked for a cut.
+func TestMustWait(t *testing.T) {
+	f := newFake(1)
+	gens := generation.NewManager(1, 0)
+	c := New(f.env(0, gens))
+	f.inner = HardBase(0) * 2 // inner pages never count
+	if c.MustWait() {
+		t.Fatal("MustWait under the hard limit")
+	}
+	f.pages[1].bytes = HardBase(0) + 1
+	if c.MustWait() || c.TakePressure() || f.kicks != 0 {
+		t.Fatal("MustWait with nothing to publish")
+	}
+	dirtyHot(gens, 1)
+	if c.MustWait() {
+		t.Fatal("MustWait at the hard limit (unpublished frames raise it)")
+	}
+	f.pages[1].bytes = HardBase(0) + 2
+	if !c.MustWait() || f.kicks != 1 {
+		t.Fatalf("MustWait over the hard limit: kicks %d", f.kicks)
+	}
+	if !c.TakePressure() || c.TakePressure() {
+		t.Error("TakePressure did not report and clear the pressure")
+	}
+}
+
+// TestEvictorLoop runs the evictor against the fake: it stubs leaves until
+// it is under the budget less 10%, gives a referenced page a second
+// chance, and drops stubs only while they hold a quarter of the budget.
+func TestEvictorLoop(t *testing.T) {
+	f := newFake(20) // 2000 bytes
+	f.pages[1].referenced = true
+	gens := generation.NewManager(1, 0)
+	c := New(f.env(1000, gens))
+	// Target 900: 13 stubs (90 bytes saved each) bring 2000 to 830.
+	runUntil(t, c, func() bool { return c.leafResident() <= 900 })
+	if got := c.Stats().Evictions; got != 13 {
+		t.Errorf("evictions %d, want 13", got)
+	}
+	if f.pages[1].stub || f.pages[1].referenced {
+		t.Error("the referenced page was not given a second chance")
+	}
+	if f.kicks != 0 || c.TakePressure() {
+		t.Error("pressure without dirty pages")
+	}
+
+	// A budget of 30 (target 27): the first pass stubs all four pages
+	// (40 bytes); stubs hold over a quarter of the budget, so the next
+	// pass drops two of them (and the ledger forgets them).
+	f2 := newFake(4)
+	c2 := New(f2.env(30, gens))
+	runUntil(t, c2, func() bool { return c2.leafResident() <= 27 })
+	if got := c2.Stats().Evictions; got != 6 || c2.leafResident() != 20 || len(f2.forgotten) != 2 {
+		t.Errorf("evictions %d, resident %d, forgotten %v: want 6, 20, two pages", got, c2.leafResident(), f2.forgotten)
+	}
+}
+
+// TestEvictorPressure: when what is left over the budget is dirty, the
+// evictor asks the checkpointer for a cut.
+func TestEvictorPressure(t *testing.T) {
+	f := newFake(20)
+	for _, p := range f.pages {
+		p.dirty = true
+	}
+	gens := generation.NewManager(1, 0)
+	dirtyHot(gens, 1)
+	c := New(f.env(1000, gens))
+	runUntil(t, c, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.kicks > 0
+	})
+	if !c.TakePressure() || c.Stats().Evictions != 0 {
+		t.Errorf("pressure not set, or dirty pages evicted (%d)", c.Stats().Evictions)
+	}
+}
+
+// TestCompaction: WantCompact wakes the worker, which consolidates and
+// reports a failure as a background error.
+func TestCompaction(t *testing.T) {
+	f := newFake(1)
+	f.compactErr = errors.New("boom")
+	c := New(f.env(1<<20, generation.NewManager(1, 0)))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.Run(stop)
+	}()
+	c.WantCompact(1)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Stats().Compactions == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if c.Stats().Compactions != 1 || len(f.compacted) != 1 || f.bgErrs != 1 {
+		t.Errorf("compactions %d, compacted %v, background errors %d", c.Stats().Compactions, f.compacted, f.bgErrs)
+	}
+}
+
+// TestReadOnly: without a goroutine, Check evicts a bounded batch itself,
+// except during recovery, and WantCompact queues nothing.
+func TestReadOnly(t *testing.T) {
+	f := newFake(100) // 10000 bytes
+	recovering := true
+	env := f.env(1000, generation.NewManager(1, 0))
+	env.ReadOnly = true
+	env.Recovering = func() bool { return recovering }
+	c := New(env)
+	c.WantCompact(1)
+	if f.CompactQueued() != 0 {
+		t.Error("read-only WantCompact queued a request")
+	}
+	c.Check()
+	if c.Stats().Evictions != 0 {
+		t.Fatal("evicted during recovery")
+	}
+	recovering = false
+	c.Check()
+	if got := c.Stats().Evictions; got != 64 {
+		t.Errorf("read-only Check evicted %d, want a batch of 64", got)
+	}
+}
