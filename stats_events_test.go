@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,9 +119,12 @@ func TestEventListenerStall(t *testing.T) {
 	db := openTest(t, &bwkv.Options{CheckpointBytes: 4096, EventListener: l})
 	db.SetTestCutHook(func() { once.Do(func() { <-release }) })
 	done := make(chan error, 1)
+	var stop atomic.Bool
 	go func() {
-		for i := 0; i < 400; i++ {
-			if err := db.Put(fmt.Appendf(nil, "k%04d", i), make([]byte, 100)); err != nil {
+		// Writes go on until a stall began (stop): on a busy machine the
+		// checkpointer may cut only after a fixed number of writes is done.
+		for i := 0; i < 100_000 && !stop.Load(); i++ {
+			if err := db.Put(fmt.Appendf(nil, "k%04d", i%400), make([]byte, 100)); err != nil {
 				done <- err
 				return
 			}
@@ -137,10 +141,12 @@ func TestEventListenerStall(t *testing.T) {
 			break
 		}
 		if time.Now().After(end) {
+			stop.Store(true)
 			close(release)
 			t.Fatal("no stall began")
 		}
 	}
+	stop.Store(true)
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
