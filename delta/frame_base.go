@@ -86,49 +86,13 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	}
 	fences := int(lowLen) + int(highLen)
 	slab := rest[fences:]
-	slabAt := at + basePayloadFixed + fences // the slab's offset in the frame
-	var prev []byte
-	distinct := uint32(0)
-	off, keyBytes := 0, 0
-	for i := uint32(0); i < count; i++ {
-		if len(slab)-off < entryHeader {
-			return nil, corrupt(slabAt+off, "entry %d: header overruns the slab", i)
-		}
-		kl := binary.LittleEndian.Uint32(slab[off:])
-		vl := binary.LittleEndian.Uint32(slab[off+4:])
-		if uint64(kl)+uint64(vl) > uint64(len(slab)-off-entryHeader) {
-			return nil, corrupt(slabAt+off, "entry %d: key of %d and value of %d bytes overrun the slab", i, kl, vl)
-		}
-		if fl := slab[off+20]; Flags(fl)&^flagsKnown != 0 {
-			return nil, corrupt(slabAt+off+20, "entry %d: unknown version flags %#02x", i, fl)
-		}
-		if fl := Flags(slab[off+20]); fl&Blob != 0 && (level > 0 || vl != BlobRefSize || fl&Tombstone != 0) {
-			return nil, corrupt(slabAt+off, "entry %d: blob reference of %d bytes (flags %#02x, level %d)", i, vl, uint8(fl), level)
-		}
-		if level > 0 && vl != 8 {
-			return nil, corrupt(slabAt+off+4, "inner entry %d: child value of %d bytes, not 8", i, vl)
-		}
-		ks := off + entryHeader
-		key := slab[ks : ks+int(kl)]
-		switch c := bytes.Compare(prev, key); {
-		case i == 0 || c < 0:
-			distinct++
-		case c > 0:
-			return nil, corrupt(slabAt+off, "entry %d: key sorts before entry %d's", i, i-1)
-		}
-		prev = key
-		keyBytes += int(kl)
-		off = ks + int(kl) + int(vl)
-	}
-	if off != len(slab) {
-		return nil, corrupt(slabAt+off, "%d bytes after the last entry", len(slab)-off)
-	}
-	if distinct != keys {
-		return nil, corrupt(at+8, "base counts %d keys, its entries hold %d", keys, distinct)
+	keyBytes, err := checkSlab(slab, count, keys, level, at+basePayloadFixed+fences)
+	if err != nil {
+		return nil, err
 	}
 	var bd Builder
 	bd.Grow(int(count), keyBytes, len(slab)-int(count)*entryHeader-keyBytes)
-	off = 0
+	off := 0
 	for range count {
 		kl := binary.LittleEndian.Uint32(slab[off:])
 		vl := binary.LittleEndian.Uint32(slab[off+4:])
@@ -151,4 +115,52 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	bf.b.summarize()
 	bf.f = Frame{Addr: h.Addr, PID: h.PID, LSN: h.LSN, Link: h.Link, Base: &bf.b}
 	return &bf.f, nil
+}
+
+// checkSlab validates a base payload's count entries (slab, at offset
+// slabAt in the frame): each fits, has known flags, a well-formed blob
+// reference or child value, and sorts after the previous one; together
+// they fill the slab and hold keys distinct keys. It returns their key
+// bytes.
+func checkSlab(slab []byte, count, keys uint32, level uint8, slabAt int) (keyBytes int, err error) {
+	var prev []byte
+	distinct := uint32(0)
+	off := 0
+	for i := uint32(0); i < count; i++ {
+		if len(slab)-off < entryHeader {
+			return 0, corrupt(slabAt+off, "entry %d: header overruns the slab", i)
+		}
+		kl := binary.LittleEndian.Uint32(slab[off:])
+		vl := binary.LittleEndian.Uint32(slab[off+4:])
+		if uint64(kl)+uint64(vl) > uint64(len(slab)-off-entryHeader) {
+			return 0, corrupt(slabAt+off, "entry %d: key of %d and value of %d bytes overrun the slab", i, kl, vl)
+		}
+		if fl := slab[off+20]; Flags(fl)&^flagsKnown != 0 {
+			return 0, corrupt(slabAt+off+20, "entry %d: unknown version flags %#02x", i, fl)
+		}
+		if fl := Flags(slab[off+20]); fl&Blob != 0 && (level > 0 || vl != BlobRefSize || fl&Tombstone != 0) {
+			return 0, corrupt(slabAt+off, "entry %d: blob reference of %d bytes (flags %#02x, level %d)", i, vl, uint8(fl), level)
+		}
+		if level > 0 && vl != 8 {
+			return 0, corrupt(slabAt+off+4, "inner entry %d: child value of %d bytes, not 8", i, vl)
+		}
+		ks := off + entryHeader
+		key := slab[ks : ks+int(kl)]
+		switch c := bytes.Compare(prev, key); {
+		case i == 0 || c < 0:
+			distinct++
+		case c > 0:
+			return 0, corrupt(slabAt+off, "entry %d: key sorts before entry %d's", i, i-1)
+		}
+		prev = key
+		keyBytes += int(kl)
+		off = ks + int(kl) + int(vl)
+	}
+	if off != len(slab) {
+		return 0, corrupt(slabAt+off, "%d bytes after the last entry", len(slab)-off)
+	}
+	if distinct != keys {
+		return 0, corrupt(FrameHeaderSize+8, "base counts %d keys, its entries hold %d", keys, distinct)
+	}
+	return keyBytes, nil
 }
