@@ -194,38 +194,8 @@ func (db *DB) open(exists bool) error {
 	default:
 		return db.openErr(err)
 	}
-	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: max(o.BlobThreshold, 0), MaxKeySize: o.MaxKeySize,
-		MaxValueSize: o.MaxValueSize, Compression: compressionName(o.Compression)}
-	if st.FormatVersion != 0 {
-		stored := st.Options
-		c, ok := parseCompression(stored.Compression)
-		if !ok {
-			return fmt.Errorf("bwkv: open %s: stored compression codec %q: %w", db.dir, stored.Compression, ErrVersion)
-		}
-		if stored.MaxValueSize == 0 {
-			// A manifest from before MaxValueSize was stored: the request
-			// stands (a log record too large for it fails its write with
-			// ErrValueTooLarge, never the DB).
-			stored.MaxValueSize = o.MaxValueSize
-		}
-		if stored != db.format {
-			db.log.Info("bwkv: stored format options win over the requested ones", "stored", stored, "requested", db.format)
-		}
-		db.format = stored
-		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize, o.MaxValueSize = stored.PageSplitEntries, stored.BlobThreshold, stored.MaxKeySize, stored.MaxValueSize
-		if o.BlobThreshold == 0 {
-			o.BlobThreshold = -1 // stored 0: off (Options' 0 would mean the default)
-		}
-		if c != o.Compression {
-			o.Compression, o.ZstdLevel = c, 0 // a level for another codec would act on nothing
-		}
-		if min := o.minSegment(); o.WALSegmentBytes < min {
-			// Every update or delete of a stored value logs its full old
-			// value: segments must fit the stored limits, not the
-			// requested ones.
-			db.log.Info("bwkv: WALSegmentBytes raised to fit the stored MaxKeySize and MaxValueSize", "requested", o.WALSegmentBytes, "used", min)
-			o.WALSegmentBytes = min
-		}
+	if err := db.applyStoredFormat(st); err != nil {
+		return err
 	}
 	db.pt = pagetable.New[node.Page](tree.RootPID + 1)
 	for pid, addr := range st.Pages {
@@ -263,9 +233,55 @@ func (db *DB) open(exists bool) error {
 	if o.ReadOnly {
 		return nil
 	}
-	// The first mutations: finish the manifest's torn tail, delete data
-	// files no manifest commit names (a crashed checkpoint's) and retired
-	// ones, and log segments wholly below analysisStart.
+	return db.firstWrites(st)
+}
+
+// applyStoredFormat sets the format options the database is written with:
+// the requested ones for a new database, else the stored ones, which win
+// (logged when they differ), with the options derived from them.
+func (db *DB) applyStoredFormat(st *manifest.State) error {
+	o := &db.opts
+	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: max(o.BlobThreshold, 0), MaxKeySize: o.MaxKeySize,
+		MaxValueSize: o.MaxValueSize, Compression: compressionName(o.Compression)}
+	if st.FormatVersion != 0 {
+		stored := st.Options
+		c, ok := parseCompression(stored.Compression)
+		if !ok {
+			return fmt.Errorf("bwkv: open %s: stored compression codec %q: %w", db.dir, stored.Compression, ErrVersion)
+		}
+		if stored.MaxValueSize == 0 {
+			// A manifest from before MaxValueSize was stored: the request
+			// stands (a log record too large for it fails its write with
+			// ErrValueTooLarge, never the DB).
+			stored.MaxValueSize = o.MaxValueSize
+		}
+		if stored != db.format {
+			db.log.Info("bwkv: stored format options win over the requested ones", "stored", stored, "requested", db.format)
+		}
+		db.format = stored
+		o.PageSplitEntries, o.BlobThreshold, o.MaxKeySize, o.MaxValueSize = stored.PageSplitEntries, stored.BlobThreshold, stored.MaxKeySize, stored.MaxValueSize
+		if o.BlobThreshold == 0 {
+			o.BlobThreshold = -1 // stored 0: off (Options' 0 would mean the default)
+		}
+		if c != o.Compression {
+			o.Compression, o.ZstdLevel = c, 0 // a level for another codec would act on nothing
+		}
+		if min := o.minSegment(); o.WALSegmentBytes < min {
+			// Every update or delete of a stored value logs its full old
+			// value: segments must fit the stored limits, not the
+			// requested ones.
+			db.log.Info("bwkv: WALSegmentBytes raised to fit the stored MaxKeySize and MaxValueSize", "requested", o.WALSegmentBytes, "used", min)
+			o.WALSegmentBytes = min
+		}
+	}
+	return nil
+}
+
+// firstWrites runs after recovery in a writable open. The first mutations
+// finish the manifest's torn tail, record a new database's format, delete
+// data files no manifest commit names (a crashed checkpoint's) and retired
+// ones, and log segments wholly below analysisStart.
+func (db *DB) firstWrites(st *manifest.State) error {
 	if err := db.man.Prepare(); err != nil {
 		return db.openErr(err)
 	}
