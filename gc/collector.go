@@ -403,15 +403,7 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 	for _, f := range live {
 		hasLive[f.file] = true
 	}
-	ids := make([]manifest.FileID, len(victims))
-	for i, v := range victims {
-		ids[i] = v.ID
-	}
-	edit := &manifest.Edit{PendingDeletes: ids}
-	for _, v := range victims {
-		edit.RemoveRanges = append(edit.RemoveRanges, st.RangesOf(v.ID)...)
-	}
-	slices.SortFunc(edit.RemoveRanges, func(a, b manifest.Range) int { return cmp.Compare(a.Lo, b.Lo) })
+	ids, edit := retireEdit(st, victims)
 	if len(live) == 0 {
 		if err := c.commit(edit); err != nil {
 			return 0, fmt.Errorf("gc: retire files %v: %w", ids, err)
@@ -420,51 +412,11 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 		return c.deleteFiles(ids)
 	}
 
-	// Stage the new file's id: Open deletes a staged file no range names.
-	out, _ := st.Counters()
-	if err := c.commit(&manifest.Edit{Has: manifest.HasNextFileID | manifest.HasStageFile, NextFileID: out + 1, StageFile: out}); err != nil {
-		return 0, fmt.Errorf("gc: stage file %d: %w", out, err)
-	}
-	if c.env.Writing != nil {
-		c.env.Writing.Store(uint64(out))
-	}
-	err = failpoints.Hit(failpoints.GCAfterStageMarker)
-	var info pool.FileInfo
-	if err == nil {
-		info, err = c.write(out, live)
-	}
-	if err == nil {
-		err = failpoints.Hit(failpoints.GCAfterDataDirSync)
-	}
+	out, info, err := c.stageAndWrite(st, live)
 	if err != nil {
-		if cerr := c.clearStage(out); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		var ve *victimError
-		if errors.As(err, &ve) && errors.Is(err, base.ErrCorruption) {
-			c.skip[ve.file] = true
-		}
 		return 0, err
 	}
-
-	// One commit: register the new file (clearing the stage mark), remap
-	// the ranges of the victims that had live frames, retire the victims.
-	edit.Has |= manifest.HasStageFile
-	edit.StageFile = manifest.NoFile
-	edit.AddFiles = []manifest.FileMeta{{ID: out, Total: info.FrameBytes, Live: info.FrameBytes}}
-	// Frames below a consolidated base in other files are junk now.
-	for id, j := range junk {
-		if f, ok := st.File(id); ok && !failpoints.Skip(failpoints.MutJunkNotRecorded) {
-			f.Live = max(0, f.Live-j)
-			edit.FileStats = append(edit.FileStats, f)
-		}
-	}
-	slices.SortFunc(edit.FileStats, func(a, b manifest.FileMeta) int { return cmp.Compare(a.ID, b.ID) })
-	for _, r := range edit.RemoveRanges {
-		if hasLive[r.File] {
-			edit.AddRanges = appendRange(edit.AddRanges, manifest.Range{Lo: r.Lo, Hi: r.Hi, File: out})
-		}
-	}
+	switchEdit(st, edit, out, info, junk, hasLive)
 	if failpoints.Skip(failpoints.MutGCDeleteBeforeRemap) {
 		for _, v := range victims {
 			_ = c.env.FS.Remove(c.env.Path(v.ID))
@@ -502,6 +454,77 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 		}
 	}
 	return c.deleteFiles(ids)
+}
+
+// retireEdit returns the victims' ids and the edit that retires them as
+// pending deletes and removes their address ranges.
+func retireEdit(st *manifest.Manifest, victims []manifest.FileMeta) ([]manifest.FileID, *manifest.Edit) {
+	ids := make([]manifest.FileID, len(victims))
+	for i, v := range victims {
+		ids[i] = v.ID
+	}
+	edit := &manifest.Edit{PendingDeletes: ids}
+	for _, v := range victims {
+		edit.RemoveRanges = append(edit.RemoveRanges, st.RangesOf(v.ID)...)
+	}
+	slices.SortFunc(edit.RemoveRanges, func(a, b manifest.Range) int { return cmp.Compare(a.Lo, b.Lo) })
+	return ids, edit
+}
+
+// stageAndWrite is steps 1 and 2 of the rewrite (package doc): it stages
+// the new file's id (Open deletes a staged file no range names), writes
+// the live frames into it and syncs it. On failure it clears the stage
+// mark and, for a damaged victim, skips that file in later rounds.
+func (c *Collector) stageAndWrite(st *manifest.Manifest, live []frameAt) (manifest.FileID, pool.FileInfo, error) {
+	out, _ := st.Counters()
+	if err := c.commit(&manifest.Edit{Has: manifest.HasNextFileID | manifest.HasStageFile, NextFileID: out + 1, StageFile: out}); err != nil {
+		return 0, pool.FileInfo{}, fmt.Errorf("gc: stage file %d: %w", out, err)
+	}
+	if c.env.Writing != nil {
+		c.env.Writing.Store(uint64(out))
+	}
+	err := failpoints.Hit(failpoints.GCAfterStageMarker)
+	var info pool.FileInfo
+	if err == nil {
+		info, err = c.write(out, live)
+	}
+	if err == nil {
+		err = failpoints.Hit(failpoints.GCAfterDataDirSync)
+	}
+	if err != nil {
+		if cerr := c.clearStage(out); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		var ve *victimError
+		if errors.As(err, &ve) && errors.Is(err, base.ErrCorruption) {
+			c.skip[ve.file] = true
+		}
+		return 0, pool.FileInfo{}, err
+	}
+	return out, info, nil
+}
+
+// switchEdit completes edit (which retires the victims) into step 3's one
+// commit: register the new file out (clearing the stage mark), charge the
+// junk a consolidation made in other files, and remap the ranges of the
+// victims that had live frames to out.
+func switchEdit(st *manifest.Manifest, edit *manifest.Edit, out manifest.FileID, info pool.FileInfo, junk map[manifest.FileID]int64, hasLive map[manifest.FileID]bool) {
+	edit.Has |= manifest.HasStageFile
+	edit.StageFile = manifest.NoFile
+	edit.AddFiles = []manifest.FileMeta{{ID: out, Total: info.FrameBytes, Live: info.FrameBytes}}
+	// Frames below a consolidated base in other files are junk now.
+	for id, j := range junk {
+		if f, ok := st.File(id); ok && !failpoints.Skip(failpoints.MutJunkNotRecorded) {
+			f.Live = max(0, f.Live-j)
+			edit.FileStats = append(edit.FileStats, f)
+		}
+	}
+	slices.SortFunc(edit.FileStats, func(a, b manifest.FileMeta) int { return cmp.Compare(a.ID, b.ID) })
+	for _, r := range edit.RemoveRanges {
+		if hasLive[r.File] {
+			edit.AddRanges = appendRange(edit.AddRanges, manifest.Range{Lo: r.Lo, Hi: r.Hi, File: out})
+		}
+	}
 }
 
 // commitMerged is commit for a rewrite that consolidates the chains of
