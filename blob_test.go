@@ -304,7 +304,7 @@ func TestBlobCorruption(t *testing.T) {
 func blobFrames(t *testing.T, fs vfs.FS, dir string) int {
 	t.Helper()
 	n := 0
-	frameHeaders(t, fs, dir, func(h delta.FrameHeader) {
+	frameHeaders(t, fs, dir, func(_ string, h delta.FrameHeader) {
 		if h.Kind == delta.KindBlob {
 			n++
 		}

@@ -3,7 +3,6 @@ package bwkv_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/bwkv/bwkv"
 	"github.com/bwkv/bwkv/delta"
-	"github.com/bwkv/bwkv/pool"
 	"github.com/bwkv/bwkv/vfs"
 )
 
@@ -24,33 +22,10 @@ type frameLoc struct {
 // frameMap returns every frame of the data files in dir by address.
 func frameMap(t *testing.T, dir string) map[uint64]frameLoc {
 	t.Helper()
-	fs := vfs.Default()
-	names, err := fs.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[uint64]frameLoc{}
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".data") {
-			continue
-		}
-		f, err := fs.Open(filepath.Join(dir, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf, err := pool.OpenFile(f, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range pf.Addrs() {
-			_, h, err := pf.ReadRaw(nil, a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[a] = frameLoc{n, h}
-		}
-		pf.Close()
-	}
+	frameHeaders(t, vfs.Default(), dir, func(file string, h delta.FrameHeader) {
+		out[h.Addr] = frameLoc{file, h}
+	})
 	return out
 }
 

@@ -397,8 +397,8 @@ func testGCPowerLoss(t *testing.T, gcMemOpts func(vfs.FS) *bwkv.Options) {
 }
 
 // frameHeaders calls fn with the header of every frame in dir's data
-// files.
-func frameHeaders(t *testing.T, fs vfs.FS, dir string, fn func(delta.FrameHeader)) {
+// files and the name of its file.
+func frameHeaders(t *testing.T, fs vfs.FS, dir string, fn func(file string, h delta.FrameHeader)) {
 	t.Helper()
 	names, err := fs.List(dir)
 	if err != nil {
@@ -421,7 +421,7 @@ func frameHeaders(t *testing.T, fs vfs.FS, dir string, fn func(delta.FrameHeader
 			if err != nil {
 				t.Fatal(err)
 			}
-			fn(h)
+			fn(n, h)
 		}
 		pf.Close()
 	}
@@ -431,7 +431,7 @@ func frameHeaders(t *testing.T, fs vfs.FS, dir string, fn func(delta.FrameHeader
 // files in dir.
 func frameCodecs(t *testing.T, fs vfs.FS, dir string) (plain, packed int) {
 	t.Helper()
-	frameHeaders(t, fs, dir, func(h delta.FrameHeader) {
+	frameHeaders(t, fs, dir, func(_ string, h delta.FrameHeader) {
 		if h.Codec == delta.CodecNone {
 			plain++
 		} else {
