@@ -456,6 +456,7 @@ func (db *DB) Begin() (*Txn, error) {
 	}
 	tx := &Txn{db: db, st: db.mv.Begin()}
 	tx.r.Init(db.mv, tx.st.ID, tx.st.ID)
+	tx.joinLog()
 	db.txMu.Lock()
 	db.txns[tx] = struct{}{}
 	db.txMu.Unlock()

@@ -197,3 +197,7 @@ func (db *DB) LedgerPages() (ledger, resident int) {
 // ManifestStateCopies returns how many whole-state copies the manifest
 // made since Open.
 func (db *DB) ManifestStateCopies() int64 { return db.man.Stats().StateCopies }
+
+// WALJoined is the number of transactions counted among the log's writers
+// about to commit (wal.Writer.Join) that have not left.
+func WALJoined(db *DB) int64 { return db.wal.Joined() }

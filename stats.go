@@ -32,6 +32,11 @@ type WALStats struct {
 	Bytes, Records, Syncs uint64
 	SyncLatency           time.Duration // total time spent in fsync
 	RecordsPerSync        float64
+	// Gathers counts the group-commit leaders that first waited for
+	// transactions about to commit (DurabilitySync), GatherWait the total
+	// of those waits (each at most half an fsync; docs/architecture.md).
+	Gathers    uint64
+	GatherWait time.Duration
 }
 
 // CheckpointStats describes checkpoints. Bytes is what data files
@@ -185,6 +190,8 @@ func (db *DB) Stats() Stats {
 			Syncs:          uint64(ws.Syncs),
 			SyncLatency:    ws.SyncLatency,
 			RecordsPerSync: ws.RecordsPerSync,
+			Gathers:        uint64(ws.Gathers),
+			GatherWait:     ws.GatherWait,
 		}
 	}
 	s.Txn = TxnStats{
@@ -219,6 +226,8 @@ func (s Stats) Sub(prev Stats) Stats {
 	d.WAL.Records -= prev.WAL.Records
 	d.WAL.Syncs -= prev.WAL.Syncs
 	d.WAL.SyncLatency -= prev.WAL.SyncLatency
+	d.WAL.Gathers -= prev.WAL.Gathers
+	d.WAL.GatherWait -= prev.WAL.GatherWait
 	d.WAL.RecordsPerSync = 0
 	if d.WAL.Syncs > 0 {
 		d.WAL.RecordsPerSync = float64(d.WAL.Records) / float64(d.WAL.Syncs)
@@ -298,6 +307,8 @@ func (s Stats) String() string {
 	row("wal", "syncs", count(s.WAL.Syncs))
 	row("wal", "sync latency", s.WAL.SyncLatency)
 	row("wal", "records/sync", fmt.Sprintf("%.1f", s.WAL.RecordsPerSync))
+	row("wal", "gathers", count(s.WAL.Gathers))
+	row("wal", "gather wait", s.WAL.GatherWait)
 	row("checkpoint", "count", s.Checkpoint.Count)
 	row("checkpoint", "bytes", bytesIEC(s.Checkpoint.Bytes))
 	row("checkpoint", "frames written", count(s.Checkpoint.FramesWritten))

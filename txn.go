@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bwkv/bwkv/delta"
@@ -41,6 +42,11 @@ type Txn struct {
 	// first write); first is its LSN and last the txn's newest record's.
 	began       bool
 	first, last wal.LSN
+	// joined: the txn is counted among the log's writers about to commit
+	// (wal.Writer.Join, from Begin to its commit record; DurabilitySync
+	// only). Set and cleared by compare-and-swap, so each Join gets
+	// exactly one Leave.
+	joined atomic.Bool
 	// tooOld is set when the engine rolled the txn back for pinning the
 	// log more than MaxTxnLag bytes behind the head.
 	tooOld bool
@@ -183,8 +189,10 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		// page lock held, and without the txn's own mutex, so Close and
 		// the checkpointer's too-old scan never wait behind a waiter.
 		tx.mu.Unlock()
+		tx.leaveLog() // a leader gathering now would wait for this one in vain
 		res := mvcc.WaitFor(tx.ctx, tx.st, holder, deadline)
 		tx.mu.Lock()
+		tx.joinLog()
 		if err := tx.usable(); err != nil {
 			return err
 		}
@@ -312,12 +320,14 @@ func (tx *Txn) Commit() error {
 	defer db.afterFinish()
 	defer db.forget(tx)
 	if !tx.began {
+		tx.leaveLog()
 		db.mv.Commit(tx.st) // read-only: nothing was logged
 		return nil
 	}
 	db.mv.SetCommitting(tx.st)
 	rec := wal.Record{Type: wal.Commit, TxID: wal.TxID(tx.st.ID)}
 	lsn, err := tx.log(&rec)
+	tx.leaveLog()
 	if err != nil {
 		db.mv.SetInDoubt(tx.st)
 		return err
@@ -440,6 +450,7 @@ func (tx *Txn) rollback(count bool) error {
 			endEnd = uint64(lsn) + uint64(wal.EncodedSize(&rec))
 		}
 	}
+	tx.leaveLog()
 	db.mv.FinishAbort(tx.st, endEnd)
 	if count {
 		db.stats.aborts.Add(1)
@@ -447,6 +458,25 @@ func (tx *Txn) rollback(count bool) error {
 	db.forget(tx)
 	db.afterFinish()
 	return nil
+}
+
+// joinLog counts the txn among the writers a group-commit leader waits
+// for (wal/gather.go): it runs and will commit soon. Counting from Begin,
+// not from the first log record, matters: committers an fsync woke are
+// still reading when the next leader starts. Only DurabilitySync commits
+// wait for an fsync, so only they join.
+func (tx *Txn) joinLog() {
+	if tx.db.opts.Durability == DurabilitySync && tx.joined.CompareAndSwap(false, true) {
+		tx.db.wal.Join()
+	}
+}
+
+// leaveLog undoes joinLog: the txn logged its last record, or waits for
+// another txn.
+func (tx *Txn) leaveLog() {
+	if tx.joined.CompareAndSwap(true, false) {
+		tx.db.wal.Leave()
+	}
 }
 
 func (db *DB) forget(tx *Txn) {

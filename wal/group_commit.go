@@ -59,6 +59,7 @@ func (w *Writer) Sync(upTo LSN) error {
 	w.syncing = true
 	w.syncMu.Unlock()
 
+	w.gatherCommits()
 	err := w.lead()
 	if err == ErrClosed && w.DurableLSN() >= upTo {
 		err = nil // Close's final fsync covered it
@@ -212,7 +213,9 @@ func (w *Writer) fsync(f vfs.File, start, end LSN, recs int64) error {
 	if err != nil {
 		return w.setFailed(fmt.Errorf("wal: sync %s: %w", segmentPath(w.dir, start), err))
 	}
-	w.stats.syncNanos.Add(int64(time.Since(t0)))
+	d := time.Since(t0)
+	w.stats.syncNanos.Add(int64(d))
+	w.gather.timed(d)
 	w.stats.syncs.Add(1)
 	if recs > w.syncedRecs {
 		w.stats.syncedRecords.Add(recs - w.syncedRecs)

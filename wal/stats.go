@@ -15,6 +15,8 @@ type Stats struct {
 	RecordsPerSync   float64       // SyncedRecords / Syncs
 	Rotations        int64         // segments started after the first
 	RecycledSegments int64         // segments deleted by Recycle
+	Gathers          int64         // Sync leaders that waited for joined writers (gather.go)
+	GatherWait       time.Duration // total time those leaders waited
 	Head             LSN           // just past the last appended record
 	Durable          LSN           // every byte below is durable
 }
@@ -42,6 +44,8 @@ func (w *Writer) Stats() Stats {
 		SyncedRecords:    w.stats.syncedRecords.Load(),
 		Rotations:        w.stats.rotations.Load(),
 		RecycledSegments: w.stats.recycled.Load(),
+		Gathers:          w.gather.gathers.Load(),
+		GatherWait:       time.Duration(w.gather.gatherNanos.Load()),
 		Head:             head,
 		Durable:          w.DurableLSN(),
 	}

@@ -144,6 +144,9 @@ type Writer struct {
 
 	startLSN LSN
 	stats    counters
+	// gather holds back a Sync leader for the writers about to commit
+	// (gather.go).
+	gather gatherer
 }
 
 // bound marks where a new segment starts inside the pending bytes, and how
@@ -191,6 +194,7 @@ func Open(o Options, at LSN) (*Writer, error) {
 	w.head.Store(uint64(at))
 	w.durable.Store(uint64(at))
 	w.stop, w.done, w.rotKick = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+	w.gather.wake = make(chan struct{}, 1)
 	go w.loop(o.Relaxed, o.FlushInterval)
 	return w, nil
 }
