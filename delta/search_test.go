@@ -122,3 +122,40 @@ func BenchmarkBaseSearchCold(b *testing.B) {
 		}
 	}
 }
+
+// A base built with AddRef holds copies of the noted values, taken at
+// Finish: changing the sources afterwards changes nothing.
+func TestBuilderAddRefCopiesAtFinish(t *testing.T) {
+	src := [][]byte{[]byte("one"), {}, []byte("three"), []byte("four")}
+	var bd Builder
+	bd.Grow(len(src), 8, 0)
+	for i, v := range src {
+		bd.AddRef([]byte{'k', byte('a' + i)}, v, uint64(i+1), 1, 0)
+	}
+	b := bd.Finish(nil, nil, 0, 0)
+	for _, v := range src {
+		for j := range v {
+			v[j] = 'X'
+		}
+	}
+	want := []string{"one", "", "three", "four"}
+	for i, w := range want {
+		if got := string(b.ValueAt(i)); got != w {
+			t.Fatalf("value %d = %q, want %q", i, got, w)
+		}
+		if got := string(b.KeyAt(i)); got != string([]byte{'k', byte('a' + i)}) {
+			t.Fatalf("key %d = %q", i, got)
+		}
+	}
+	if b.Len() != 4 || b.Keys != 4 {
+		t.Fatalf("len %d keys %d", b.Len(), b.Keys)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("AddRef after Add did not panic")
+		}
+	}()
+	var mixed Builder
+	mixed.Add([]byte("a"), []byte("v"), 1, 1, 0)
+	mixed.AddRef([]byte("b"), []byte("w"), 1, 1, 0)
+}

@@ -349,14 +349,13 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 		if to < len(c.keyStart) {
 			e = c.keyStart[to]
 		}
-		kb, vb := 0, 0
+		kb := 0
 		for _, v := range c.vers[s:e] {
 			kb += len(v.key)
-			vb += len(v.val)
 		}
-		bd.Grow(e-s, kb, vb)
+		bd.Grow(e-s, kb, 0)
 		for _, v := range c.vers[s:e] {
-			bd.Add(v.key, v.val, v.txid, v.seq, v.flags)
+			bd.AddRef(v.key, v.val, v.txid, v.seq, v.flags) // immutable page memory
 		}
 	}
 	return bd.Finish(low, high, sibling, 0)
