@@ -198,9 +198,7 @@ func (db *DB) open(exists bool) error {
 		return err
 	}
 	db.pt = pagetable.New[node.Page](tree.RootPID + 1)
-	for pid, addr := range st.Pages {
-		db.pt.Slot(pagetable.PID(pid)).Disk.Store(addr)
-	}
+	tree.Map(db.pt, st.Pages)
 	db.pt.Reserve(pagetable.PID(st.NextPID))
 	lastAddr := uint64(0)
 	if st.NextAddr > 0 {
@@ -220,7 +218,7 @@ func (db *DB) open(exists bool) error {
 		Retention:   retention{db},
 		Gens:        db.gens,
 		Load:        db.loadPage,
-		Loaded:      func() { db.cache.Check() },
+		Loaded:      func(pid pagetable.PID) { db.cache.Loaded(pid) },
 		WantCompact: func(pid pagetable.PID) { db.cache.WantCompact(pid) },
 	}, db.pt)
 	db.cache = db.newCache()

@@ -20,18 +20,11 @@ const HardFloor = 4 << 20
 func HardBase(cacheBytes int64) int64 { return 2*cacheBytes + HardFloor }
 
 // Pages is what the cache needs of the mapping table
-// (*pagetable.Table): its candidate rings and resident totals.
+// (*pagetable.Table): the slots' ring words and the resident totals.
 type Pages interface {
-	// Enqueue and Dequeue offer and take eviction candidates; Candidates
-	// is how many wait.
-	Enqueue(pid pagetable.PID)
-	Dequeue() (pagetable.PID, bool)
-	Candidates() int
-	// EnqueueCompact and DequeueCompact offer and take consolidation
-	// requests; CompactQueued is how many wait.
-	EnqueueCompact(pid pagetable.PID)
-	DequeueCompact() (pagetable.PID, bool)
-	CompactQueued() int
+	// Rings returns pid's ring word (pagetable.Slot.Rings, which the
+	// cache alone reads and writes), nil if pid was never mapped.
+	Rings(pid pagetable.PID) *atomic.Uint32
 	// Resident is the accounted memory of all resident states;
 	// InnerResident the part inner pages hold.
 	Resident() int64
@@ -91,11 +84,16 @@ type Stats struct {
 	Compactions uint64
 }
 
-// Cache is the page cache's policy and its evictor: its mailbox, counters
-// and the pressure flag. Safe for concurrent use; Run is its goroutine.
+// Cache is the page cache's policy and its evictor: its candidate rings,
+// mailbox, counters and the pressure flag. Safe for concurrent use; Run is
+// its goroutine.
 type Cache struct {
 	env  Env
 	kick chan struct{}
+	// evictQ holds eviction candidates: pages loaded, or whose dirty
+	// generation was published, not yet examined. compactQ holds stub
+	// leaves whose chains want a background consolidation.
+	evictQ, compactQ ring
 
 	evictions   atomic.Uint64
 	compactions atomic.Uint64
@@ -106,7 +104,7 @@ type Cache struct {
 // New returns the cache of one DB. Env's Pages, Tree, Gens, KickCheckpoint,
 // BackgroundError and Log must be set (Recovering too when ReadOnly).
 func New(env Env) *Cache {
-	return &Cache{env: env, kick: make(chan struct{}, 1)}
+	return &Cache{env: env, kick: make(chan struct{}, 1), evictQ: ring{bit: inEvict}, compactQ: ring{bit: inCompact}}
 }
 
 // Stats returns the counters.
@@ -150,6 +148,13 @@ func (c *Cache) overBudget() bool { return c.leafResident() > c.budget() }
 // (Options.CacheBytes). O(1).
 func (c *Cache) leafResident() int64 { return c.env.Pages.Resident() - c.env.Pages.InnerResident() }
 
+// Loaded makes a page just read from disk an eviction candidate and
+// checks the budget (tree.Env.Loaded). O(1) under the budget.
+func (c *Cache) Loaded(pid pagetable.PID) {
+	c.evictQ.offer(c.env.Pages, pid)
+	c.Check()
+}
+
 // Check runs after a page load and a write: it wakes the evictor when
 // the budget is exceeded. A read-only DB runs no background goroutines, so
 // there the caller evicts a bounded batch itself. O(1) under the budget.
@@ -185,7 +190,7 @@ func (c *Cache) WantCompact(pid pagetable.PID) {
 	if c.env.ReadOnly {
 		return
 	}
-	c.env.Pages.EnqueueCompact(pid)
+	c.compactQ.offer(c.env.Pages, pid)
 	c.wake()
 }
 
@@ -193,7 +198,7 @@ func (c *Cache) WantCompact(pid pagetable.PID) {
 // candidates. O(pages the generation dirtied), in the checkpointer.
 func (c *Cache) OfferPublished(g *generation.Gen) {
 	for _, pid := range g.Dirty() {
-		c.env.Pages.Enqueue(pid)
+		c.evictQ.offer(c.env.Pages, pid)
 	}
 	c.Check()
 }
@@ -225,7 +230,7 @@ func (c *Cache) Run(stop <-chan struct{}) {
 			return
 		case <-c.kick:
 		}
-		for c.env.Pages.CompactQueued() > 0 {
+		for c.compactQ.len() > 0 {
 			c.compact(64)
 			if c.overBudget() {
 				c.evict(256)
@@ -252,7 +257,7 @@ func (c *Cache) Run(stop <-chan struct{}) {
 // max per call, so eviction is not starved).
 func (c *Cache) compact(max int) {
 	for i := 0; i < max; i++ {
-		pid, ok := c.env.Pages.DequeueCompact()
+		pid, ok := c.compactQ.take(c.env.Pages)
 		if !ok {
 			return
 		}
@@ -273,14 +278,14 @@ func (c *Cache) compact(max int) {
 // they are reloaded.
 func (c *Cache) evict(max int) {
 	target := c.budget() - c.env.CacheBytes/10
-	if n := c.env.Pages.Candidates(); max < 0 || max > n {
+	if n := c.evictQ.len(); max < 0 || max > n {
 		// At most one visit per candidate: a second visit in the same
 		// pass would drop a page whose reference bit this pass cleared
 		// (one its caller is about to use).
 		max = n
 	}
 	for i := 0; i < max && c.leafResident() > target; i++ {
-		pid, ok := c.env.Pages.Dequeue()
+		pid, ok := c.evictQ.take(c.env.Pages)
 		if !ok {
 			return
 		}
@@ -292,7 +297,7 @@ func (c *Cache) evict(max int) {
 			// The stub stays a candidate: untouched for a whole pass of
 			// the ring, it is dropped too.
 			c.evictions.Add(1)
-			c.env.Pages.Enqueue(pid)
+			c.evictQ.offer(c.env.Pages, pid)
 		case tree.EvictDropped:
 			c.evictions.Add(1)
 			// Nothing of the page stays in memory: neither does its
@@ -301,7 +306,7 @@ func (c *Cache) evict(max int) {
 				c.env.Forget(pid)
 			}
 		case tree.EvictReferenced:
-			c.env.Pages.Enqueue(pid)
+			c.evictQ.offer(c.env.Pages, pid)
 		}
 	}
 }

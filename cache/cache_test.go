@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,13 +24,12 @@ type fakePage struct {
 }
 
 // fakeEngine implements Pages and Tree over a map of pages: a full leaf
-// of fullBytes becomes a stub of stubBytes, a stub is dropped.
+// of fullBytes becomes a stub of stubBytes, a stub is dropped. Its ring
+// words are a real table's.
 type fakeEngine struct {
 	mu         sync.Mutex
 	pages      map[pagetable.PID]*fakePage
-	ring       []pagetable.PID
-	queued     map[pagetable.PID]bool
-	cring      []pagetable.PID
+	pt         *pagetable.Table[node.Page]
 	inner      int64
 	stubBytes  int64
 	compacted  []pagetable.PID
@@ -44,64 +44,27 @@ const (
 	stubBytes = 10
 )
 
+// newFake returns n full leaves, PIDs 1 to n.
 func newFake(n int) *fakeEngine {
-	f := &fakeEngine{pages: map[pagetable.PID]*fakePage{}, queued: map[pagetable.PID]bool{}}
+	f := &fakeEngine{pages: map[pagetable.PID]*fakePage{}, pt: pagetable.New[node.Page](1)}
 	for pid := pagetable.PID(1); pid <= pagetable.PID(n); pid++ {
 		f.pages[pid] = &fakePage{bytes: fullBytes}
-		f.Enqueue(pid)
+		f.pt.Slot(pid)
 	}
 	return f
 }
 
-func (f *fakeEngine) Enqueue(pid pagetable.PID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.queued[pid] {
-		f.queued[pid] = true
-		f.ring = append(f.ring, pid)
+// newCache returns the cache of env with f's pages as candidates, in PID
+// order (as if each was just loaded).
+func (f *fakeEngine) newCache(env Env) *Cache {
+	c := New(env)
+	for pid := pagetable.PID(1); pid <= pagetable.PID(len(f.pages)); pid++ {
+		c.evictQ.offer(f, pid)
 	}
+	return c
 }
 
-func (f *fakeEngine) Dequeue() (pagetable.PID, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.ring) == 0 {
-		return 0, false
-	}
-	pid := f.ring[0]
-	f.ring = f.ring[1:]
-	f.queued[pid] = false
-	return pid, true
-}
-
-func (f *fakeEngine) Candidates() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.ring)
-}
-
-func (f *fakeEngine) EnqueueCompact(pid pagetable.PID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.cring = append(f.cring, pid)
-}
-
-func (f *fakeEngine) DequeueCompact() (pagetable.PID, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.cring) == 0 {
-		return 0, false
-	}
-	pid := f.cring[0]
-	f.cring = f.cring[1:]
-	return pid, true
-}
-
-func (f *fakeEngine) CompactQueued() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.cring)
-}
+func (f *fakeEngine) Rings(pid pagetable.PID) *atomic.Uint32 { return f.pt.Rings(pid) }
 
 func (f *fakeEngine) Resident() int64 {
 	f.mu.Lock()
@@ -228,7 +191,7 @@ func TestBudget(t *testing.T) {
 	f := newFake(10) // 1000 bytes of leaves
 	f.inner = 5000
 	gens := generation.NewManager(1, 0)
-	c := New(f.env(900, gens))
+	c := f.newCache(f.env(900, gens))
 	if c.leafResident() != 1000 || !c.overBudget() {
 		t.Fatalf("leafResident %d, overBudget %v: want 1000, true", c.leafResident(), c.overBudget())
 	}
@@ -250,7 +213,7 @@ func TestBudget(t *testing.T) {
 func TestMustWait(t *testing.T) {
 	f := newFake(1)
 	gens := generation.NewManager(1, 0)
-	c := New(f.env(0, gens))
+	c := f.newCache(f.env(0, gens))
 	f.inner = HardBase(0) * 2 // inner pages never count
 	if c.MustWait() {
 		t.Fatal("MustWait under the hard limit")
@@ -279,7 +242,7 @@ func TestEvictorLoop(t *testing.T) {
 	f := newFake(20) // 2000 bytes
 	f.pages[1].referenced = true
 	gens := generation.NewManager(1, 0)
-	c := New(f.env(1000, gens))
+	c := f.newCache(f.env(1000, gens))
 	// Target 900: 13 stubs (90 bytes saved each) bring 2000 to 830.
 	runUntil(t, c, func() bool { return c.leafResident() <= 900 })
 	if got := c.Stats().Evictions; got != 13 {
@@ -296,7 +259,7 @@ func TestEvictorLoop(t *testing.T) {
 	// (40 bytes); stubs hold over a quarter of the budget, so the next
 	// pass drops two of them (and the ledger forgets them).
 	f2 := newFake(4)
-	c2 := New(f2.env(30, gens))
+	c2 := f2.newCache(f2.env(30, gens))
 	runUntil(t, c2, func() bool { return c2.leafResident() <= 27 })
 	if got := c2.Stats().Evictions; got != 6 || c2.leafResident() != 20 || len(f2.forgotten) != 2 {
 		t.Errorf("evictions %d, resident %d, forgotten %v: want 6, 20, two pages", got, c2.leafResident(), f2.forgotten)
@@ -312,7 +275,7 @@ func TestEvictorPressure(t *testing.T) {
 	}
 	gens := generation.NewManager(1, 0)
 	dirtyHot(gens, 1)
-	c := New(f.env(1000, gens))
+	c := f.newCache(f.env(1000, gens))
 	runUntil(t, c, func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -328,7 +291,7 @@ func TestEvictorPressure(t *testing.T) {
 func TestCompaction(t *testing.T) {
 	f := newFake(1)
 	f.compactErr = errors.New("boom")
-	c := New(f.env(1<<20, generation.NewManager(1, 0)))
+	c := f.newCache(f.env(1<<20, generation.NewManager(1, 0)))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -356,9 +319,9 @@ func TestReadOnly(t *testing.T) {
 	env := f.env(1000, generation.NewManager(1, 0))
 	env.ReadOnly = true
 	env.Recovering = func() bool { return recovering }
-	c := New(env)
+	c := f.newCache(env)
 	c.WantCompact(1)
-	if f.CompactQueued() != 0 {
+	if c.compactQ.len() != 0 {
 		t.Error("read-only WantCompact queued a request")
 	}
 	c.Check()
@@ -369,5 +332,54 @@ func TestReadOnly(t *testing.T) {
 	c.Check()
 	if got := c.Stats().Evictions; got != 64 {
 		t.Errorf("read-only Check evicted %d, want a batch of 64", got)
+	}
+}
+
+// TestCandidateRing: an offer de-duplicates, take is FIFO, and a PID can
+// be offered again once taken; the two rings' bits are independent. 1M
+// offers over 100k PIDs with interleaved takes must finish fast: a hang
+// detector (a per-offer scan of the ring would take minutes), not a
+// benchmark.
+func TestCandidateRing(t *testing.T) {
+	pt := pagetable.New[node.Page](1)
+	for p := pagetable.PID(1); p <= 100_000; p++ {
+		pt.Slot(p) // offers take mapped PIDs only
+	}
+	r, cr := ring{bit: inEvict}, ring{bit: inCompact}
+	for _, p := range []pagetable.PID{5, 3, 5, 9, 3} {
+		r.offer(pt, p)
+	}
+	cr.offer(pt, 5)
+	if n, cn := r.len(), cr.len(); n != 3 || cn != 1 {
+		t.Fatalf("candidates %d, compaction requests %d; want 3, 1", n, cn)
+	}
+	r.offer(pt, 1<<20) // never mapped: ignored
+	for _, want := range []pagetable.PID{5, 3, 9} {
+		if got, ok := r.take(pt); !ok || got != want {
+			t.Fatalf("take %d %v, want %d", got, ok, want)
+		}
+	}
+	if _, ok := r.take(pt); ok {
+		t.Fatal("take from an empty ring")
+	}
+	if got := pt.Rings(5).Load(); got != inCompact {
+		t.Fatalf("PID 5's ring word %b after its eviction take, want %b", got, inCompact)
+	}
+	r.offer(pt, 5)
+	if got, ok := r.take(pt); !ok || got != 5 {
+		t.Fatalf("re-offered PID: %d %v", got, ok)
+	}
+	start := time.Now()
+	for i := 0; i < 1_000_000; i++ {
+		r.offer(pt, pagetable.PID(1+i%100_000))
+		if i%3 == 0 {
+			r.take(pt)
+		}
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("1M offers took %v: a per-offer step is not O(1)", d)
+	}
+	if n := r.len(); n > 100_000 {
+		t.Fatalf("%d candidates for 100k PIDs: duplicates", n)
 	}
 }

@@ -28,11 +28,25 @@
 // needs the entries reloads the same state from the data files.
 //
 // Candidates are discovered on the write path, never by walking the tree:
-// a page enters the candidate ring when it is loaded and when the
-// generation that dirtied it is published (both O(1) per page,
-// de-duplicated by a slot flag; the rings live in pagetable beside the
-// slots whose flags they use). The ring is a CLOCK: a page read since the
-// evictor last passed it gets a second chance.
+// a page enters the candidate ring when it is loaded (Cache.Loaded, the
+// tree's Env.Loaded hook) and when the generation that dirtied it is
+// published (OfferPublished). Both are O(1) per page: the cache's rings
+// (rings.go) de-duplicate by one bit per ring in the slot's ring word
+// (pagetable.Slot.Rings, which only this package reads or writes), so an
+// offer of a page already waiting is one atomic load, with no map and no
+// allocation. The ring is a CLOCK: a page read since the evictor last
+// passed it gets a second chance.
+//
+// # Stub policy
+//
+// The decisions are here, the mechanism in tree.Tree.Evict: the evictor
+// asks the tree to shrink a leaf to a stub, and to drop stubs only while
+// they hold over a quarter of CacheBytes (Cache.evict); a stub the tree
+// reports as stubbed stays a candidate, so one untouched for a whole pass
+// is dropped. The tree's own thresholds concern chains, not memory: a stub
+// whose chain reaches 3x ChainMax is queued here for a background
+// consolidation (WantCompact), and at twice that its writer reads it in
+// full itself.
 //
 // # Dirty pages and the hard limit
 //
@@ -50,9 +64,9 @@
 //
 // A Cache is one per DB. The engine starts Run in its own goroutine
 // (read-write DBs only) and stops it by closing the channel it passes;
-// Check, WantCompact, OfferPublished, MustWait and TakePressure are safe
-// from any goroutine. A read-only DB runs no goroutine: the caller whose
-// load or write passed the budget evicts a bounded batch itself, except
-// while recovery runs. The cache reaches the rest of the engine only
-// through Env.
+// Loaded, Check, WantCompact, OfferPublished, MustWait and TakePressure
+// are safe from any goroutine. A read-only DB runs no goroutine: the
+// caller whose load or write passed the budget evicts a bounded batch
+// itself, except while recovery runs. The cache reaches the rest of the
+// engine only through Env.
 package cache

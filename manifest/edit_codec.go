@@ -266,18 +266,7 @@ func (d *decoder) field(e *Edit, tag uint64) {
 		e.FormatVersion = d.uvarint("format version")
 	case tagOptions:
 		e.Has |= HasOptions
-		o := &e.Options
-		o.PageSplitEntries = d.int("page split entries")
-		o.BlobThreshold = d.int("blob threshold")
-		o.MaxKeySize = d.int("max key size")
-		n := d.uvarint("codec length")
-		if d.err == nil && (n > maxCodecLen || n > uint64(len(d.b)-d.off)) {
-			d.fail("edit: bad codec length %d", n)
-		}
-		if d.err == nil {
-			o.Compression = string(d.b[d.off : d.off+int(n)])
-			d.off += int(n)
-		}
+		d.options(&e.Options)
 	case tagNextPID:
 		e.Has |= HasNextPID
 		e.NextPID = d.uvarint("next pid")
@@ -303,17 +292,9 @@ func (d *decoder) field(e *Edit, tag uint64) {
 		e.Has |= HasStageFile
 		e.StageFile = FileID(d.uvarint("stage file"))
 	case tagSetPages:
-		n := d.count("set pages", 2)
-		e.SetPages = make([]PageEntry, n)
-		for i := range e.SetPages {
-			e.SetPages[i] = PageEntry{PID: d.uvarint("pid"), Addr: d.uvarint("addr")}
-		}
+		e.SetPages = d.pages("set pages")
 	case tagRemovePages:
-		n := d.count("remove pages", 1)
-		e.RemovePages = make([]uint64, n)
-		for i := range e.RemovePages {
-			e.RemovePages[i] = d.uvarint("pid")
-		}
+		e.RemovePages = d.pids("remove pages")
 	case tagAddRanges:
 		e.AddRanges = d.ranges("add ranges")
 	case tagRemoveRanges:
@@ -330,18 +311,57 @@ func (d *decoder) field(e *Edit, tag uint64) {
 		e.Has |= HasLogSynced
 		e.LogSynced = d.uvarint("log synced")
 	case tagMaxValueSize:
-		// Only as part of the options; zero is never encoded, so that
-		// every edit keeps exactly one encoding.
-		if e.Has&HasOptions == 0 {
-			d.fail("edit: max value size without format options")
-			return
-		}
-		if e.Options.MaxValueSize = d.int("max value size"); d.err == nil && e.Options.MaxValueSize == 0 {
-			d.fail("edit: max value size 0")
-		}
+		d.maxValueSize(e)
 	default:
 		d.fail("edit: unknown tag %d", tag)
 	}
+}
+
+// options decodes the format options' fields before MaxValueSize (which
+// has its own tag).
+func (d *decoder) options(o *FormatOptions) {
+	o.PageSplitEntries = d.int("page split entries")
+	o.BlobThreshold = d.int("blob threshold")
+	o.MaxKeySize = d.int("max key size")
+	n := d.uvarint("codec length")
+	if d.err == nil && (n > maxCodecLen || n > uint64(len(d.b)-d.off)) {
+		d.fail("edit: bad codec length %d", n)
+	}
+	if d.err == nil {
+		o.Compression = string(d.b[d.off : d.off+int(n)])
+		d.off += int(n)
+	}
+}
+
+// maxValueSize decodes the format options' MaxValueSize: only as part of
+// the options, and zero is never encoded, so that every edit keeps
+// exactly one encoding.
+func (d *decoder) maxValueSize(e *Edit) {
+	if e.Has&HasOptions == 0 {
+		d.fail("edit: max value size without format options")
+		return
+	}
+	if e.Options.MaxValueSize = d.int("max value size"); d.err == nil && e.Options.MaxValueSize == 0 {
+		d.fail("edit: max value size 0")
+	}
+}
+
+// pages decodes a counted list of (PID, address) entries.
+func (d *decoder) pages(what string) []PageEntry {
+	ps := make([]PageEntry, d.count(what, 2))
+	for i := range ps {
+		ps[i] = PageEntry{PID: d.uvarint("pid"), Addr: d.uvarint("addr")}
+	}
+	return ps
+}
+
+// pids decodes a counted list of PIDs.
+func (d *decoder) pids(what string) []uint64 {
+	ps := make([]uint64, d.count(what, 1))
+	for i := range ps {
+		ps[i] = d.uvarint("pid")
+	}
+	return ps
 }
 
 func (d *decoder) ranges(what string) []Range {

@@ -16,9 +16,20 @@
 // bring back a page that still names it. Eligibility is decided once, when
 // the PID is retired, never by rescanning the free list.
 //
-// The table also keeps the page cache's bookkeeping, all O(1): each slot's
-// accounted state size and the resident total (Account), a CLOCK reference
-// bit (Touched), and a FIFO ring of eviction candidates de-duplicated by a
-// slot flag, fed from the write path (loads and published dirty sets) and
-// never by walking the table.
+// The table also keeps the page cache's per-slot bookkeeping, all O(1):
+// each slot's accounted state size and the resident totals (Account), a
+// CLOCK reference bit (Touched, Unref), and one word the cache alone uses
+// to de-duplicate its candidate rings (Slot.Rings; the rings themselves
+// live in cache/). The table keeps slots and PIDs; it decides nothing about
+// eviction.
+//
+// # Slot fields and their owners
+//
+// Every Slot field is written by one package (Slot's comment has the
+// table): the state and Mu by tree/ (the page's writers, loads, Evict),
+// Stamp by generation/ (Manager.Touch), Disk by tree/ (Evict, and Map at
+// open), the accounted size by this package (Account), the reference bit
+// through this package's methods (set by readers, cleared by the eviction
+// pass), and Rings by cache/. Other packages may read a field, never write
+// it.
 package pagetable

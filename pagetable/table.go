@@ -19,7 +19,17 @@ const (
 )
 
 // Slot is one mapping-table entry: the page's published state and its
-// writer mutex.
+// writer mutex. Each field has one owning package, which alone writes it
+// (others may read it):
+//
+//	state        tree/: Store under Mu (publish, install, Evict)
+//	Mu           tree/: the page's writers (write, SMO, load install, Evict)
+//	Stamp        generation/: Manager.Touch under Mu; Manager.Clean reads it
+//	Disk         tree/: Evict under Mu, tree.Map at open; load reads it
+//	bytes, inner pagetable/: Table.Account (called by tree under Mu)
+//	ref          pagetable/: set by readers (Touched), cleared by the
+//	             eviction pass (Unref, from tree.Evict run by cache/)
+//	Rings        cache/: its rings' membership bits, never touched elsewhere
 type Slot[T any] struct {
 	state atomic.Pointer[T]
 	// Mu serializes writers of this page (conflict check, log append,
@@ -32,30 +42,37 @@ type Slot[T any] struct {
 	// its state is not loaded (0: none). Written under Mu when a clean page
 	// is evicted.
 	Disk atomic.Uint64
-	// Bytes is the memory the resident state was accounted with, and
+	// bytes is the memory the resident state was accounted with, and
 	// inner whether it was accounted as an inner page (guarded by Mu; see
 	// Table.Account).
-	Bytes int64
+	bytes int64
 	inner bool
-	// Ref is the CLOCK reference bit: set by reads, cleared by the evictor
+	// ref is the CLOCK reference bit: set by reads, cleared by the evictor
 	// (a page read since the evictor last passed gets a second chance).
-	Ref atomic.Uint32
-	// queued de-duplicates the eviction candidate ring; cqueued the
-	// compaction ring.
-	queued, cqueued atomic.Bool
+	ref atomic.Uint32
+	// Rings belongs to the page cache (cache/): one bit per candidate
+	// ring that holds the PID, so an offer de-duplicates in O(1) without
+	// a map. pagetable only stores it (Table.Rings).
+	Rings atomic.Uint32
 }
 
 // Touched sets the reference bit. It stores only when the bit is clear, so
 // hot pages read on every core do not bounce the cache line.
 func (s *Slot[T]) Touched() {
-	if s.Ref.Load() == 0 {
-		s.Ref.Store(1)
+	if s.ref.Load() == 0 {
+		s.ref.Store(1)
 	}
 }
 
-// CompareAndSwap publishes v if the state is still old (loading a page
-// from disk races only with other loaders).
-func (s *Slot[T]) CompareAndSwap(old, v *T) bool { return s.state.CompareAndSwap(old, v) }
+// Unref clears the reference bit and reports whether it was set (the
+// eviction pass's second chance).
+func (s *Slot[T]) Unref() bool {
+	if s.ref.Load() == 0 {
+		return false
+	}
+	s.ref.Store(0)
+	return true
+}
 
 // Load returns the slot's published state (nil if none). Safe concurrently.
 func (s *Slot[T]) Load() *T { return s.state.Load() }
@@ -89,9 +106,6 @@ type Table[T any] struct {
 	// resident is the accounted memory of every resident state; inner
 	// the part of it held by inner pages.
 	resident, inner atomic.Int64
-	// ring holds eviction candidates (see Enqueue); cring pages whose
-	// chains want a background consolidation (EnqueueCompact).
-	ring, cring ring
 }
 
 // Account records that slot now holds a state of n bytes (0: none), an
@@ -99,7 +113,7 @@ type Table[T any] struct {
 // slot's Mu (or own the PID exclusively). O(1).
 func (t *Table[T]) Account(s *Slot[T], n int64, inner bool) {
 	if s.inner || inner {
-		d := -s.Bytes
+		d := -s.bytes
 		if !s.inner {
 			d = 0
 		}
@@ -111,8 +125,8 @@ func (t *Table[T]) Account(s *Slot[T], n int64, inner bool) {
 		}
 		s.inner = inner
 	}
-	if d := n - s.Bytes; d != 0 {
-		s.Bytes = n
+	if d := n - s.bytes; d != 0 {
+		s.bytes = n
 		t.resident.Add(d)
 	}
 }
@@ -123,94 +137,14 @@ func (t *Table[T]) Resident() int64 { return t.resident.Load() }
 // InnerResident returns the part of Resident held by inner pages.
 func (t *Table[T]) InnerResident() int64 { return t.inner.Load() }
 
-// Enqueue offers pid as an eviction candidate: a page just loaded, or one
-// whose dirty generation was published. A PID already waiting is not added
-// twice (the slot's flag), so the ring never holds more entries than there
-// are pages. O(1) amortized.
-func (t *Table[T]) Enqueue(pid PID) {
-	offer(t, &t.ring, pid, func(s *Slot[T]) *atomic.Bool { return &s.queued })
-}
-
-// Dequeue takes the oldest candidate. Its flag is cleared before it is
-// returned, so an Enqueue racing with the caller's inspection of the page
-// is never lost. O(1).
-func (t *Table[T]) Dequeue() (PID, bool) {
-	return take(t, &t.ring, func(s *Slot[T]) *atomic.Bool { return &s.queued })
-}
-
-// EnqueueCompact offers pid for a background consolidation (a stub leaf
-// whose chain grew long), de-duplicated like Enqueue. O(1) amortized.
-func (t *Table[T]) EnqueueCompact(pid PID) {
-	offer(t, &t.cring, pid, func(s *Slot[T]) *atomic.Bool { return &s.cqueued })
-}
-
-// DequeueCompact takes the oldest compaction request (its flag cleared
-// first, as in Dequeue). O(1).
-func (t *Table[T]) DequeueCompact() (PID, bool) {
-	return take(t, &t.cring, func(s *Slot[T]) *atomic.Bool { return &s.cqueued })
-}
-
-// offer pushes pid on r unless the slot's flag says it is waiting there.
-func offer[T any](t *Table[T], r *ring, pid PID, flag func(*Slot[T]) *atomic.Bool) {
+// Rings returns pid's Slot.Rings, or nil if pid's chunk was never
+// allocated. For the page cache (cache/), the word's one owner.
+func (t *Table[T]) Rings(pid PID) *atomic.Uint32 {
 	s := t.Lookup(pid)
-	if s == nil || !flag(s).CompareAndSwap(false, true) {
-		return
+	if s == nil {
+		return nil
 	}
-	r.push(pid)
-}
-
-// take pops the oldest PID of r and clears its flag.
-func take[T any](t *Table[T], r *ring, flag func(*Slot[T]) *atomic.Bool) (PID, bool) {
-	pid, ok := r.pop()
-	if ok {
-		if s := t.Lookup(pid); s != nil {
-			flag(s).Store(false)
-		}
-	}
-	return pid, ok
-}
-
-// CompactQueued returns the number of waiting compaction requests.
-func (t *Table[T]) CompactQueued() int { return t.cring.len() }
-
-// Candidates returns the number of waiting eviction candidates.
-func (t *Table[T]) Candidates() int { return t.ring.len() }
-
-// ring is a FIFO of PIDs: a slice with a moving head, compacted when the
-// dead prefix dominates, so push and pop are O(1) amortized.
-type ring struct {
-	mu   sync.Mutex
-	q    []PID
-	head int
-}
-
-func (r *ring) push(pid PID) {
-	r.mu.Lock()
-	r.q = append(r.q, pid)
-	r.mu.Unlock()
-}
-
-func (r *ring) pop() (PID, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.head == len(r.q) {
-		return 0, false
-	}
-	pid := r.q[r.head]
-	r.head++
-	if r.head == len(r.q) {
-		r.q, r.head = r.q[:0], 0
-	} else if r.head > 1024 && r.head*2 > len(r.q) {
-		k := copy(r.q, r.q[r.head:])
-		r.q, r.head = r.q[:k], 0
-	}
-	return pid, true
-}
-
-func (r *ring) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.q) - r.head
+	return &s.Rings
 }
 
 // New returns an empty table whose first allocated PID is first (>= 1).

@@ -35,6 +35,19 @@ func (t *Tree) BulkLoad(next func() (key, value []byte, ok bool, err error), txi
 	if root == nil || root.Base.Level != 0 || root.Base.Len() != 0 || root.Head != nil || root.Stub != nil {
 		return ErrNotEmpty
 	}
+	seps, err := t.bulkLeaves(next, txid, pause)
+	if err != nil || len(seps) == 0 {
+		return err
+	}
+	t.bulkInner(seps, pause)
+	return nil
+}
+
+// bulkLeaves builds and publishes BulkLoad's leaves, left to right, and
+// returns their parent entries. A stream of one leaf (or none) needs no
+// inner level: that leaf replaces the root (an empty one leaves it as it
+// is), and no entries are returned.
+func (t *Tree) bulkLeaves(next func() (key, value []byte, ok bool, err error), txid uint64, pause func()) ([]sepChild, error) {
 	var (
 		bd         delta.Builder
 		n, size    int
@@ -63,13 +76,13 @@ func (t *Tree) BulkLoad(next func() (key, value []byte, ok bool, err error), txi
 	for {
 		key, val, ok, err := next()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
 			break
 		}
 		if hasPrevKey && bytes.Compare(key, prevKey) <= 0 {
-			return fmt.Errorf("tree: bulk load: key %q not above %q", key, prevKey)
+			return nil, fmt.Errorf("tree: bulk load: key %q not above %q", key, prevKey)
 		}
 		prevKey, hasPrevKey = append(prevKey[:0], key...), true
 		entry := len(key) + len(val) + 24
@@ -84,20 +97,25 @@ func (t *Tree) BulkLoad(next func() (key, value []byte, ok bool, err error), txi
 		size += entry
 	}
 	if n == 0 && first {
-		return nil // an empty stream: the empty root stays
+		return nil, nil // an empty stream: the empty root stays
 	}
 	if first {
 		// One leaf: it is the root.
 		t.replaceRoot(bd.Finish(nil, nil, 0, 0))
-		return nil
+		return nil, nil
 	}
 	finish(nil, 0)
-	// Inner levels, bottom-up, until one page remains: the root.
+	return seps, nil
+}
+
+// bulkInner builds and publishes the inner levels over the leaves' entries
+// seps, bottom-up, until one page remains: the new root.
+func (t *Tree) bulkInner(seps []sepChild, pause func()) {
 	for level := uint8(1); ; level++ {
 		groups := t.groupInner(seps)
 		if len(groups) == 1 {
 			t.replaceRoot(buildInnerSeps(groups[0], nil, nil, 0, level))
-			return nil
+			return
 		}
 		pids := make([]pagetable.PID, len(groups))
 		for i := range pids {

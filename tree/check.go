@@ -106,77 +106,18 @@ func (t *Tree) Check() error {
 	if len(root.Base.Low) != 0 || root.Base.High != nil || root.Base.Sibling != 0 {
 		bad("root fences [%q,%q) sibling %d, want unbounded", root.Base.Low, root.Base.High, root.Base.Sibling)
 	}
-	level := root.Base.Level
-	levelPIDs := []pagetable.PID{RootPID}
+	level, first := root.Base.Level, RootPID
 	for {
-		// Walk the level from its leftmost page.
-		var chain []pagetable.PID
-		var prevHigh []byte
-		seen := map[pagetable.PID]bool{}
-		for q := levelPIDs[0]; q != 0; {
-			if seen[q] {
-				bad("level %d: sibling cycle at pid %d", level, q)
-				break
-			}
-			seen[q] = true
-			p := t.loadFullQuiet(q)
-			if p == nil || p.Removed {
-				bad("level %d: pid %d on the sibling chain is unmapped or removed", level, q)
-				break
-			}
-			b := p.Base
-			if b.Level != level {
-				bad("pid %d: level %d on level %d's chain", q, b.Level, level)
-			}
-			if len(chain) == 0 && len(b.Low) != 0 {
-				bad("level %d: leftmost pid %d has low fence %q", level, q, b.Low)
-			}
-			if len(chain) > 0 && !bytes.Equal(prevHigh, b.Low) {
-				bad("level %d: pid %d low fence %q != left neighbour's high %q", level, q, b.Low, prevHigh)
-			}
-			if (b.High == nil) != (b.Sibling == 0) {
-				bad("pid %d: high fence %q with sibling %d", q, b.High, b.Sibling)
-			}
-			checkPage(q, p, bad)
-			chain = append(chain, q)
-			prevHigh = b.High
-			q = pagetable.PID(b.Sibling)
-		}
-		if prevHigh != nil {
-			bad("level %d: rightmost page has high fence %q", level, prevHigh)
-		}
+		chain := t.checkLevel(level, first, bad)
 		if level == 0 {
 			break
 		}
-		// Children named by this level, in order.
-		var kids []pagetable.PID
-		for _, q := range chain {
-			b := t.loadFullQuiet(q).Base
-			for i := 0; i < b.Len(); i++ {
-				c := pagetable.PID(b.ChildAt(i))
-				cp := t.loadFullQuiet(c)
-				if cp == nil || cp.Removed {
-					bad("pid %d entry %d names unmapped or removed pid %d", q, i, c)
-					continue
-				}
-				sep := b.KeyAt(i)
-				if i == 0 {
-					sep = b.Low
-				}
-				if !bytes.Equal(cp.Base.Low, sep) {
-					bad("pid %d entry %d: child %d low fence %q != separator %q", q, i, c, cp.Base.Low, sep)
-				}
-				if cp.Base.Level+1 != level {
-					bad("pid %d: child %d at level %d under level %d", q, c, cp.Base.Level, level)
-				}
-				kids = append(kids, c)
-			}
-		}
+		kids := t.checkChildren(level, chain, bad)
 		if len(kids) == 0 {
 			bad("level %d names no children", level)
 			break
 		}
-		levelPIDs = kids
+		first = kids[0]
 		level--
 		// The named children must be a subsequence of the child level's
 		// chain: checked on the next round by walking and matching.
@@ -185,6 +126,78 @@ func (t *Tree) Check() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkLevel walks level's sibling chain from its leftmost page first,
+// checks each page and the fences between neighbours, and returns the
+// chain's PIDs.
+func (t *Tree) checkLevel(level uint8, first pagetable.PID, bad func(string, ...any)) []pagetable.PID {
+	var chain []pagetable.PID
+	var prevHigh []byte
+	seen := map[pagetable.PID]bool{}
+	for q := first; q != 0; {
+		if seen[q] {
+			bad("level %d: sibling cycle at pid %d", level, q)
+			break
+		}
+		seen[q] = true
+		p := t.loadFullQuiet(q)
+		if p == nil || p.Removed {
+			bad("level %d: pid %d on the sibling chain is unmapped or removed", level, q)
+			break
+		}
+		b := p.Base
+		if b.Level != level {
+			bad("pid %d: level %d on level %d's chain", q, b.Level, level)
+		}
+		if len(chain) == 0 && len(b.Low) != 0 {
+			bad("level %d: leftmost pid %d has low fence %q", level, q, b.Low)
+		}
+		if len(chain) > 0 && !bytes.Equal(prevHigh, b.Low) {
+			bad("level %d: pid %d low fence %q != left neighbour's high %q", level, q, b.Low, prevHigh)
+		}
+		if (b.High == nil) != (b.Sibling == 0) {
+			bad("pid %d: high fence %q with sibling %d", q, b.High, b.Sibling)
+		}
+		checkPage(q, p, bad)
+		chain = append(chain, q)
+		prevHigh = b.High
+		q = pagetable.PID(b.Sibling)
+	}
+	if prevHigh != nil {
+		bad("level %d: rightmost page has high fence %q", level, prevHigh)
+	}
+	return chain
+}
+
+// checkChildren returns the children the pages of chain (at level) name,
+// in order, checking that each is live, one level down, and has its
+// separator as its low fence.
+func (t *Tree) checkChildren(level uint8, chain []pagetable.PID, bad func(string, ...any)) []pagetable.PID {
+	var kids []pagetable.PID
+	for _, q := range chain {
+		b := t.loadFullQuiet(q).Base
+		for i := 0; i < b.Len(); i++ {
+			c := pagetable.PID(b.ChildAt(i))
+			cp := t.loadFullQuiet(c)
+			if cp == nil || cp.Removed {
+				bad("pid %d entry %d names unmapped or removed pid %d", q, i, c)
+				continue
+			}
+			sep := b.KeyAt(i)
+			if i == 0 {
+				sep = b.Low
+			}
+			if !bytes.Equal(cp.Base.Low, sep) {
+				bad("pid %d entry %d: child %d low fence %q != separator %q", q, i, c, cp.Base.Low, sep)
+			}
+			if cp.Base.Level+1 != level {
+				bad("pid %d: child %d at level %d under level %d", q, c, cp.Base.Level, level)
+			}
+			kids = append(kids, c)
+		}
+	}
+	return kids
 }
 
 func (t *Tree) subsequence(kids []pagetable.PID) error {

@@ -127,8 +127,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 	if head == 0 || head > t.env.Gens.Published() {
 		return EvictSkipped
 	}
-	if slot.Ref.Load() != 0 {
-		slot.Ref.Store(0)
+	if slot.Unref() {
 		return EvictReferenced
 	}
 	if p.Stub != nil && p.Head == nil {

@@ -241,7 +241,8 @@ func (t *Tree) fullOnce(pid pagetable.PID, p *node.Page) (*node.Page, error) {
 
 // install publishes a state read from disk: called with the page lock
 // held (and releases it), once the caller checked the slot is unchanged.
-// The page becomes an eviction candidate and the engine checks its budget.
+// The engine then makes the page an eviction candidate and checks its
+// budget (Env.Loaded).
 func (t *Tree) install(slot *pagetable.Slot[node.Page], pid pagetable.PID, p *node.Page) {
 	t.pt.Account(slot, int64(p.Bytes()), p.Base.Level > 0)
 	// The loader is about to use the page: it starts with its reference
@@ -253,9 +254,8 @@ func (t *Tree) install(slot *pagetable.Slot[node.Page], pid pagetable.PID, p *no
 	slot.Store(p)
 	slot.Mu.Unlock()
 	t.loads.Add(1)
-	t.pt.Enqueue(pid)
 	if t.env.Loaded != nil {
-		t.env.Loaded()
+		t.env.Loaded(pid)
 	}
 }
 

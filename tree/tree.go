@@ -45,9 +45,10 @@ type Env struct {
 	// Load reads a page's state from its newest durable frame (nil: the
 	// tree has no pages on disk).
 	Load func(pid pagetable.PID, addr uint64) (*node.Page, error)
-	// Loaded, if set, runs after a page read from disk was installed
-	// (the engine checks its cache budget).
-	Loaded func()
+	// Loaded, if set, runs after page pid was read from disk and
+	// installed: the page cache makes it an eviction candidate and checks
+	// its budget (cache.Cache.Loaded).
+	Loaded func(pid pagetable.PID)
 	// WantCompact, if set, is told of a stub leaf whose chain reached
 	// 3x ChainMax: the engine runs Compact on it in the background, so
 	// blind inserts never wait for the full read (nil: the writer reads
@@ -77,6 +78,15 @@ type Tree struct {
 	siblingHops                                                 hitCounter // sharded: every scan crossing a leaf adds
 	// stubBytes is the memory of resident stubs (node.Stub.Own).
 	stubBytes atomic.Int64
+}
+
+// Map records in pt, before New, each page's newest durable frame (the
+// manifest's page map, PID -> address): the page is read on first touch.
+// Slot.Disk is the tree's to write; this is how the engine's open sets it.
+func Map(pt *pagetable.Table[node.Page], pages map[uint64]uint64) {
+	for pid, addr := range pages {
+		pt.Slot(pagetable.PID(pid)).Disk.Store(addr)
+	}
 }
 
 // New returns a tree over pt. If pt has no root, an empty root leaf is

@@ -96,31 +96,7 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 	}
 	res := ReplayResult{Segments: segs, End: from}
 	r := replayer{fs: fs, dir: dir, frontier: frontier, synced: o.Synced, fn: fn, res: &res}
-	// damaged either fails the replay with c or, when the caller asked
-	// for it, keeps the valid prefix (End) and drops every byte after it.
-	damaged := func(c *base.CorruptionError) (ReplayResult, error) {
-		if !o.TruncateDamaged {
-			return res, c
-		}
-		if res.End < frontier {
-			// Records below the frontier are already in the data files,
-			// and a log continued below it would hand out LSNs that the
-			// next redo skips: no prefix that short can be kept.
-			c.Reason += fmt.Sprintf("; the valid log ends at %d, below the checkpoint frontier %d, so it cannot be truncated", res.End, frontier)
-			return res, c
-		}
-		res.Damage = c
-		res.TornBytes = 0
-		dropped, err := bytesAfter(fs, dir, segs, res.End)
-		if err != nil {
-			return res, err
-		}
-		if res.End < durable {
-			dropped += int64(durable - res.End)
-		}
-		res.DroppedBytes = dropped
-		return res, nil
-	}
+	damaged := func(c *base.CorruptionError) (ReplayResult, error) { return r.damaged(c, o.TruncateDamaged, segs) }
 	// The first segment to read is the last one starting at or below from
 	// (-1: none); the ones before it end at or below from.
 	first := -1
@@ -137,26 +113,12 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 			Reason: fmt.Sprintf("missing log from %d: the first segment starts at %d", from, segs[0])})
 	}
 	if first >= 0 {
-		for i := first; i < len(segs); i++ {
-			last := i == len(segs)-1
-			start := from
-			if i > first {
-				start = segs[i]
+		if err := r.segments(segs, first, from); err != nil {
+			var c *base.CorruptionError
+			if errors.As(err, &c) {
+				return damaged(c)
 			}
-			if err := r.segment(segs[i], start, last); err != nil {
-				var c *base.CorruptionError
-				if errors.As(err, &c) {
-					return damaged(c)
-				}
-				return res, err
-			}
-			if !last && segs[i+1] != res.End {
-				reason := fmt.Sprintf("segment ends at %d but the next starts at %d (missing segment)", res.End, segs[i+1])
-				if segs[i+1] < res.End {
-					reason = fmt.Sprintf("segment ends at %d, after the next one starts at %d", res.End, segs[i+1])
-				}
-				return damaged(&base.CorruptionError{File: segmentPath(dir, segs[i]), Offset: int64(res.End - segs[i]), Reason: reason})
-			}
+			return res, err
 		}
 	}
 	if res.End < durable {
@@ -169,6 +131,58 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 		return damaged(c)
 	}
 	return res, nil
+}
+
+// segments replays segs[first:], the first from LSN from, checking that
+// each segment starts where its predecessor's valid data ends. Damage is
+// returned as (or wrapping) a *base.CorruptionError.
+func (r *replayer) segments(segs []LSN, first int, from LSN) error {
+	for i := first; i < len(segs); i++ {
+		last := i == len(segs)-1
+		start := from
+		if i > first {
+			start = segs[i]
+		}
+		if err := r.segment(segs[i], start, last); err != nil {
+			return err
+		}
+		if end := r.res.End; !last && segs[i+1] != end {
+			reason := fmt.Sprintf("segment ends at %d but the next starts at %d (missing segment)", end, segs[i+1])
+			if segs[i+1] < end {
+				reason = fmt.Sprintf("segment ends at %d, after the next one starts at %d", end, segs[i+1])
+			}
+			return &base.CorruptionError{File: segmentPath(r.dir, segs[i]), Offset: int64(end - segs[i]), Reason: reason}
+		}
+	}
+	return nil
+}
+
+// damaged either fails the replay with c or, when the caller asked for it
+// (truncate: ReplayOptions.TruncateDamaged), keeps the valid prefix (End)
+// and drops every byte of segs after it.
+func (r *replayer) damaged(c *base.CorruptionError, truncate bool, segs []LSN) (ReplayResult, error) {
+	res := r.res
+	if !truncate {
+		return *res, c
+	}
+	if res.End < r.frontier {
+		// Records below the frontier are already in the data files,
+		// and a log continued below it would hand out LSNs that the
+		// next redo skips: no prefix that short can be kept.
+		c.Reason += fmt.Sprintf("; the valid log ends at %d, below the checkpoint frontier %d, so it cannot be truncated", res.End, r.frontier)
+		return *res, c
+	}
+	res.Damage = c
+	res.TornBytes = 0
+	dropped, err := bytesAfter(r.fs, r.dir, segs, res.End)
+	if err != nil {
+		return *res, err
+	}
+	if durable := max(r.frontier, r.synced); res.End < durable {
+		dropped += int64(durable - res.End)
+	}
+	res.DroppedBytes = dropped
+	return *res, nil
 }
 
 // bytesAfter returns how many bytes the segments hold past end.

@@ -272,77 +272,87 @@ page's newest durable frame in the manifest is marked "head". FILE is a
 data file's name inside DIR (e.g. 000001.data) or a path.`,
 		Example: `  bwkv frames /tmp/db 000001.data`,
 		Args:    args(2, "DIR FILE"),
-		RunE: func(c *cobra.Command, a []string) error {
-			if err := mustExist(a[0]); err != nil {
-				return err
-			}
-			fsys := vfs.Default()
-			name := a[1]
-			if !strings.ContainsRune(name, filepath.Separator) {
-				name = filepath.Join(a[0], name)
-			}
-			heads := map[uint64]uint64{} // addr -> pid
-			if m, st, err := manifest.Open(fsys, a[0], false); err == nil {
-				for pid, addr := range st.Pages {
-					heads[addr] = pid
-				}
-				m.Close()
-			}
-			f, err := fsys.Open(name)
-			if err != nil {
-				return err
-			}
-			pf, err := pool.OpenFile(f, name)
-			if err != nil {
-				f.Close()
-				return err
-			}
-			defer pf.Close()
-			w := bufio.NewWriter(c.OutOrStdout())
-			defer w.Flush()
-			info := pf.Info()
-			fmt.Fprintf(w, "%s: %d frames, %s of frames, addresses %d..%d\n", name, info.Frames, human(info.FrameBytes), info.MinAddr, info.MaxAddr)
-			fmt.Fprintf(w, "%-10s %-10s %-7s %-8s %-10s %-10s %s\n", "ADDR", "OFFSET", "LEN", "PID", "LSN", "LINK", "CONTENT")
-			var errs []error
-			for _, addr := range pf.Addrs() {
-				ref, _ := pf.Lookup(addr)
-				fr, err := pf.ReadFrame(addr)
-				if err != nil {
-					fmt.Fprintf(w, "%-10d %-10d %-7d damaged: %v\n", addr, ref.Offset, ref.Len, err)
-					errs = append(errs, err)
-					continue
-				}
-				what := ""
-				switch {
-				case fr.Base != nil:
-					what = fmt.Sprintf("base level %d, %d entries, %d keys", fr.Base.Level, fr.Base.Len(), fr.Base.Keys)
-					if n := len(fr.BlobRefs()); n > 0 {
-						what += fmt.Sprintf(", %d blob references", n)
-					}
-				case fr.Blob != nil:
-					what = fmt.Sprintf("blob %d bytes", len(fr.Blob))
-				case fr.Delta != nil:
-					d := fr.Delta
-					kind := "put"
-					if d.Flags&delta.Tombstone != 0 {
-						kind = "delete"
-					}
-					if d.Flags&delta.CLR != 0 {
-						kind = "clr"
-					}
-					what = fmt.Sprintf("delta %s %s txid %d seq %d value %d bytes", kind, quote(d.Key), d.TxID, d.Seq, len(d.Value))
-					if refs := fr.BlobRefs(); len(refs) > 0 {
-						what = fmt.Sprintf("delta %s %s txid %d seq %d value in blob %d (%d bytes)", kind, quote(d.Key), d.TxID, d.Seq, refs[0].Ref.Addr, refs[0].Ref.Len)
-					}
-				}
-				if pid, ok := heads[addr]; ok && pid == fr.PID {
-					what += " (head)"
-				}
-				fmt.Fprintf(w, "%-10d %-10d %-7d %-8d %-10d %-10d %s\n", addr, ref.Offset, ref.Len, fr.PID, fr.LSN, fr.Link, what)
-			}
-			return errors.Join(errs...)
-		},
+		RunE:    func(c *cobra.Command, a []string) error { return listFrames(c, a[0], a[1]) },
 	}
+}
+
+// listFrames prints the frames of data file name (in dir unless a path),
+// one line each (framesCmd), and returns the damage it met, joined.
+func listFrames(c *cobra.Command, dir, name string) error {
+	if err := mustExist(dir); err != nil {
+		return err
+	}
+	fsys := vfs.Default()
+	if !strings.ContainsRune(name, filepath.Separator) {
+		name = filepath.Join(dir, name)
+	}
+	heads := map[uint64]uint64{} // addr -> pid
+	if m, st, err := manifest.Open(fsys, dir, false); err == nil {
+		for pid, addr := range st.Pages {
+			heads[addr] = pid
+		}
+		m.Close()
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return err
+	}
+	pf, err := pool.OpenFile(f, name)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	defer pf.Close()
+	w := bufio.NewWriter(c.OutOrStdout())
+	defer w.Flush()
+	info := pf.Info()
+	fmt.Fprintf(w, "%s: %d frames, %s of frames, addresses %d..%d\n", name, info.Frames, human(info.FrameBytes), info.MinAddr, info.MaxAddr)
+	fmt.Fprintf(w, "%-10s %-10s %-7s %-8s %-10s %-10s %s\n", "ADDR", "OFFSET", "LEN", "PID", "LSN", "LINK", "CONTENT")
+	var errs []error
+	for _, addr := range pf.Addrs() {
+		ref, _ := pf.Lookup(addr)
+		fr, err := pf.ReadFrame(addr)
+		if err != nil {
+			fmt.Fprintf(w, "%-10d %-10d %-7d damaged: %v\n", addr, ref.Offset, ref.Len, err)
+			errs = append(errs, err)
+			continue
+		}
+		what := frameContent(fr)
+		if pid, ok := heads[addr]; ok && pid == fr.PID {
+			what += " (head)"
+		}
+		fmt.Fprintf(w, "%-10d %-10d %-7d %-8d %-10d %-10d %s\n", addr, ref.Offset, ref.Len, fr.PID, fr.LSN, fr.Link, what)
+	}
+	return errors.Join(errs...)
+}
+
+// frameContent describes what a frame holds: a base page (level, entries,
+// blob references), a blob, or a delta (kind, key, version, value).
+func frameContent(fr *delta.Frame) string {
+	switch {
+	case fr.Base != nil:
+		what := fmt.Sprintf("base level %d, %d entries, %d keys", fr.Base.Level, fr.Base.Len(), fr.Base.Keys)
+		if n := len(fr.BlobRefs()); n > 0 {
+			what += fmt.Sprintf(", %d blob references", n)
+		}
+		return what
+	case fr.Blob != nil:
+		return fmt.Sprintf("blob %d bytes", len(fr.Blob))
+	case fr.Delta != nil:
+		d := fr.Delta
+		kind := "put"
+		if d.Flags&delta.Tombstone != 0 {
+			kind = "delete"
+		}
+		if d.Flags&delta.CLR != 0 {
+			kind = "clr"
+		}
+		if refs := fr.BlobRefs(); len(refs) > 0 {
+			return fmt.Sprintf("delta %s %s txid %d seq %d value in blob %d (%d bytes)", kind, quote(d.Key), d.TxID, d.Seq, refs[0].Ref.Addr, refs[0].Ref.Len)
+		}
+		return fmt.Sprintf("delta %s %s txid %d seq %d value %d bytes", kind, quote(d.Key), d.TxID, d.Seq, len(d.Value))
+	}
+	return ""
 }
 
 // human prints a byte count with a binary unit.

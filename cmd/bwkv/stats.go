@@ -94,21 +94,56 @@ func collectStats(dir string) (st *diskStats, err error) {
 		return nil, err
 	}
 	st = &diskStats{Dir: dir}
-	// The manifest's accounting of the data files (read only).
-	files := map[string]manifest.FileMeta{}
-	pending := map[string]bool{}
-	if m, ms, err := manifest.Open(vfs.Default(), dir, false); err == nil {
-		for id, f := range ms.Files {
-			files[checkpoint.DataFileName(id)] = f
-		}
-		for id := range ms.PendingDeletes {
-			pending[checkpoint.DataFileName(id)] = true
-		}
-		m.Close()
-	} else if !errors.Is(err, manifest.ErrNotExist) {
+	files, pending, err := manifestFiles(dir)
+	if err != nil {
 		return nil, err
 	}
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	if err := st.walk(dir, files, pending); err != nil {
+		return nil, err
+	}
+	db, err := openRO(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB(db, &err)
+	if err := st.scan(db); err != nil {
+		return nil, err
+	}
+	s := db.Stats()
+	st.Pages, st.Leaves, st.Depth, st.ChainHist = s.Tree.Pages, s.Tree.Leaves, s.Tree.Depth, s.Tree.ChainHist
+	st.RecoveryRecords, st.RecoveryLosers = s.Recovery.RecordsReplayed, s.Recovery.LosersUndone
+	if st.KeyValueBytes > 0 {
+		st.SpaceAmplification = float64(st.TotalBytes) / float64(st.KeyValueBytes)
+	}
+	return st, nil
+}
+
+// manifestFiles returns the manifest's accounting of the data files, by
+// file name, and the names of those pending deletion (read only; none if
+// the database was never checkpointed).
+func manifestFiles(dir string) (files map[string]manifest.FileMeta, pending map[string]bool, err error) {
+	files, pending = map[string]manifest.FileMeta{}, map[string]bool{}
+	m, ms, err := manifest.Open(vfs.Default(), dir, false)
+	if errors.Is(err, manifest.ErrNotExist) {
+		return files, pending, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for id, f := range ms.Files {
+		files[checkpoint.DataFileName(id)] = f
+	}
+	for id := range ms.PendingDeletes {
+		pending[checkpoint.DataFileName(id)] = true
+	}
+	m.Close()
+	return files, pending, nil
+}
+
+// walk adds up the sizes of the files under dir by kind, each data file
+// with the manifest's accounting of it.
+func (st *diskStats) walk(dir string, files map[string]manifest.FileMeta, pending map[string]bool) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -122,20 +157,7 @@ func collectStats(dir string) (st *diskStats, err error) {
 		name := d.Name()
 		switch {
 		case strings.HasSuffix(name, ".data") && !strings.Contains(rel, string(filepath.Separator)):
-			st.DataBytes += size
-			df := dataFileStats{Name: name, Size: size, State: "orphan"}
-			if f, ok := files[name]; ok {
-				df.FrameBytes, df.LiveBytes, df.JunkBytes, df.State = f.Total, f.Live, f.Total-f.Live, "live"
-			} else if pending[name] {
-				df.State = "pending-delete"
-			}
-			if df.State != "live" {
-				df.JunkBytes = size
-			}
-			st.FrameBytes += df.FrameBytes
-			st.LiveBytes += df.LiveBytes
-			st.JunkBytes += df.JunkBytes
-			st.DataFiles = append(st.DataFiles, df)
+			st.addDataFile(name, size, files, pending)
 		case strings.HasPrefix(rel, "wal"+string(filepath.Separator)) && strings.HasSuffix(name, ".log"):
 			st.LogSegments++
 			st.LogBytes += size
@@ -147,17 +169,35 @@ func collectStats(dir string) (st *diskStats, err error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sort.Slice(st.DataFiles, func(i, j int) bool { return st.DataFiles[i].Name < st.DataFiles[j].Name })
-	db, err := openRO(dir)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// addDataFile accounts one data file: live (the manifest's frame, live
+// and junk bytes), pending deletion or orphan (all junk).
+func (st *diskStats) addDataFile(name string, size int64, files map[string]manifest.FileMeta, pending map[string]bool) {
+	st.DataBytes += size
+	df := dataFileStats{Name: name, Size: size, State: "orphan"}
+	if f, ok := files[name]; ok {
+		df.FrameBytes, df.LiveBytes, df.JunkBytes, df.State = f.Total, f.Live, f.Total-f.Live, "live"
+	} else if pending[name] {
+		df.State = "pending-delete"
 	}
-	defer closeDB(db, &err)
-	// A full scan counts the logical data and brings every leaf in, so
-	// the chain histogram covers all of them.
-	err = db.View(func(s *bwkv.Snapshot) error {
+	if df.State != "live" {
+		df.JunkBytes = size
+	}
+	st.FrameBytes += df.FrameBytes
+	st.LiveBytes += df.LiveBytes
+	st.JunkBytes += df.JunkBytes
+	st.DataFiles = append(st.DataFiles, df)
+}
+
+// scan counts the logical data with a full scan, which also brings every
+// leaf in, so the chain histogram covers all of them.
+func (st *diskStats) scan(db *bwkv.DB) error {
+	return db.View(func(s *bwkv.Snapshot) error {
 		it, err := s.NewIter(nil)
 		if err != nil {
 			return err
@@ -169,16 +209,6 @@ func collectStats(dir string) (st *diskStats, err error) {
 		}
 		return it.Error()
 	})
-	if err != nil {
-		return nil, err
-	}
-	s := db.Stats()
-	st.Pages, st.Leaves, st.Depth, st.ChainHist = s.Tree.Pages, s.Tree.Leaves, s.Tree.Depth, s.Tree.ChainHist
-	st.RecoveryRecords, st.RecoveryLosers = s.Recovery.RecordsReplayed, s.Recovery.LosersUndone
-	if st.KeyValueBytes > 0 {
-		st.SpaceAmplification = float64(st.TotalBytes) / float64(st.KeyValueBytes)
-	}
-	return st, nil
 }
 
 func printStats(c *cobra.Command, st *diskStats) {
