@@ -70,7 +70,7 @@ func (db *DB) initGC() {
 		Ledger:    g.ledger,
 		Files:     gcFiles{db},
 		Path:      db.dataPath,
-		Writing:   &db.ckpt.writing,
+		Writing:   &db.writing,
 		Stop:      db.stop,
 		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
 		DrainWait: gcDrainWait,
@@ -109,7 +109,7 @@ func (db *DB) collectGarbage(force bool) bool {
 	if f := db.events().GCRound; f != nil {
 		f(GCRoundInfo{Duration: time.Since(start), More: more, Err: err})
 	}
-	db.ckpt.renew() // wake writers held by backpressure
+	db.ckpt.Wake() // wake writers held by backpressure
 	switch {
 	case err != nil && fatalIO(err):
 		_ = db.degrade(err) // no more rounds: collectGarbage checks readOnly
@@ -122,6 +122,9 @@ func (db *DB) collectGarbage(force bool) bool {
 	g.due.Store(more)
 	return more
 }
+
+// gcRunning reports whether a GC round runs now.
+func (db *DB) gcRunning() bool { return db.gc.running.Load() }
 
 // gcPublished notes a publish: the accounting changed, a round is due.
 func (db *DB) gcPublished() { db.gc.due.Store(true) }
