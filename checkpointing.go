@@ -30,8 +30,8 @@ func (db *DB) newCheckpointer() *checkpoint.Checkpointer {
 		Degraded:        db.degradedErr,
 		Cut:             db.cut,
 		Publish:         db.publish,
-		CollectGarbage:  db.collectGarbage,
-		GCRunning:       db.gcRunning,
+		CollectGarbage:  db.gc.worker.Collect,
+		GCRunning:       db.gc.worker.Running,
 		GCRetry:         gcRetry,
 		Settle:          db.settle,
 		SettleInterval:  interval,
@@ -129,7 +129,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	}
 	// INV-P2: PIDs removed in this generation are reusable now.
 	db.pt.Reclaim(g.ID)
-	db.gcPublished()
+	db.gc.worker.Published()
 	db.ckpt.Published(res, uint64(g.Bytes()))
 	db.cache.OfferPublished(g)
 	return nil

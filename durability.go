@@ -26,7 +26,7 @@ func (db *DB) durableLSN() uint64 {
 // failed fsync of the log, the manifest or a data file: never retried and
 // trusted, see fatalIO) and returns the error to hand the caller, which
 // matches ErrReadOnly and wraps err. Background work stops at its next
-// step (checkpoint.Checkpointer.Attempt, collectGarbage), writers stop waiting for it
+// step (checkpoint.Checkpointer.Attempt, gc.Worker.Collect), writers stop waiting for it
 // (backpressure), Close works, and reopening recovers every acknowledged
 // commit from the log.
 func (db *DB) degrade(err error) error {

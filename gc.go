@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/bwkv/bwkv/checkpoint"
@@ -18,9 +17,10 @@ import (
 )
 
 // The root's side of the data-file GC (docs/crash-safety.md; the gc package holds
-// the accounting, the victim choice and the rewrite protocol): the
-// bounded reference-counted data-file cache (pool.Files), the reads that retry when a rewrite
-// moved an address, and the round the checkpointer runs after a publish.
+// the accounting, the victim choice, the rewrite protocol and the round
+// driver, gc.Worker, which the checkpointer's loop runs after each
+// attempt): the ledger and the worker wired to the engine, and the
+// page loader's and the collector's views of them.
 
 const (
 	// gcDrainWait bounds how long a round waits for the readers of a
@@ -39,18 +39,11 @@ const (
 	gcMergeSmall = 8
 )
 
-// gcState is the GC's part of the DB. ledger and coll are nil for a
-// read-only DB (no background work, no accounting).
+// gcState is the GC's part of the DB. Both are nil for a read-only DB (no
+// background work, no accounting).
 type gcState struct {
 	ledger *gc.Ledger
-	coll   *gc.Collector
-	// due: a publish happened, or a round left work or failed, since the
-	// last round. Written by the checkpointer goroutine only.
-	due atomic.Bool
-	// running is set during a round: writers then wait at 2x
-	// CheckpointBytes as they do during a publish (backpressure), so a
-	// round cannot let the hot generation and the log grow unbounded.
-	running atomic.Bool
+	worker *gc.Worker // the round driver, run by the checkpointer's loop
 }
 
 // initGC sets up the ledger and the collector (Open, before recovery:
@@ -63,7 +56,7 @@ func (db *DB) initGC() {
 	g.ledger = gc.NewLedger(func(pid, head uint64) (gc.Chain, error) {
 		return db.readChain(pagetable.PID(pid), head, nil)
 	})
-	g.coll = gc.New(&gc.Env{
+	coll := gc.New(&gc.Env{
 		FS:        db.fs,
 		Dir:       db.dir,
 		Manifest:  db.man,
@@ -86,48 +79,24 @@ func (db *DB) initGC() {
 		FileBytes:  db.opts.DataFileBytes,
 		MergeSmall: gcMergeSmall,
 	})
-	// A reopened directory may hold junk, a stage mark or pending
-	// deletes: the first round after the first publish sees to them.
-	g.due.Store(true)
+	g.worker = gc.NewWorker(coll, gc.WorkerEnv{
+		Skip:            func() bool { return db.readOnly.Load() || db.hooks.gcPaused.Load() },
+		RoundDone:       db.gcRoundDone,
+		Fatal:           fatalIO,
+		Degrade:         func(err error) { _ = db.degrade(err) },
+		BackgroundError: db.backgroundError,
+		Log:             db.log,
+	})
 }
 
-// collectGarbage runs one GC round in the checkpointer goroutine, right
-// after a checkpoint attempt, when one is due (or force: DB.Checkpoint).
-// Failures are counted and logged, never returned: a failed step leaves
-// what a crash there would, and a later round resumes, except for a failed
-// fsync, which degrades the DB (fatalIO). It reports whether
-// another round should follow soon.
-func (db *DB) collectGarbage(force bool) bool {
-	g := &db.gc
-	if g.coll == nil || db.readOnly.Load() || (!force && !g.due.Load()) || db.hooks.gcPaused.Load() {
-		return false
-	}
-	g.running.Store(true)
-	start := time.Now()
-	more, err := g.coll.Round()
-	g.running.Store(false)
+// gcRoundDone reports a GC round (GCRound event) and wakes the writers
+// held by backpressure while it ran.
+func (db *DB) gcRoundDone(d time.Duration, more bool, err error) {
 	if f := db.events().GCRound; f != nil {
-		f(GCRoundInfo{Duration: time.Since(start), More: more, Err: err})
+		f(GCRoundInfo{Duration: d, More: more, Err: err})
 	}
-	db.ckpt.Wake() // wake writers held by backpressure
-	switch {
-	case err != nil && fatalIO(err):
-		_ = db.degrade(err) // no more rounds: collectGarbage checks readOnly
-		more = false
-	case err != nil:
-		db.backgroundError(err)
-		db.log.Warn("bwkv: data-file GC failed; will retry", "err", err)
-		more = true
-	}
-	g.due.Store(more)
-	return more
+	db.ckpt.Wake()
 }
-
-// gcRunning reports whether a GC round runs now.
-func (db *DB) gcRunning() bool { return db.gc.running.Load() }
-
-// gcPublished notes a publish: the accounting changed, a round is due.
-func (db *DB) gcPublished() { db.gc.due.Store(true) }
 
 // gcLoaded is the page loader's hook: the chain it read, having sampled
 // epoch e first, is the page's durable chain (docs/crash-safety.md
@@ -167,10 +136,10 @@ func (db *DB) gcMoved(e gc.Epoch) bool {
 }
 
 func (db *DB) gcStats() GCStats {
-	if db.gc.coll == nil {
+	if db.gc.worker == nil {
 		return GCStats{}
 	}
-	s := db.gc.coll.Stats()
+	s := db.gc.worker.Stats()
 	out := GCStats{
 		FilesRewritten: s.FilesRewritten,
 		FilesRetired:   s.FilesRetired,

@@ -84,7 +84,7 @@ func (db *DB) settle() {
 	}
 	// Bounded rounds (RoundBytes each, yielding to a due checkpoint); the
 	// next look runs another while one reports more.
-	more := db.collectGarbage(true)
+	more := db.gc.worker.Collect(true)
 	s.settled = !more && wrapped && squashed == 0
 }
 
