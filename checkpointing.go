@@ -1,18 +1,10 @@
 package bwkv
 
 import (
-	"errors"
-	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/bwkv/bwkv/checkpoint"
-	"github.com/bwkv/bwkv/delta"
-	"github.com/bwkv/bwkv/gc"
 	"github.com/bwkv/bwkv/generation"
-	"github.com/bwkv/bwkv/manifest"
-	"github.com/bwkv/bwkv/node"
-	"github.com/bwkv/bwkv/pagetable"
 )
 
 // newCheckpointer wires the checkpointer to the engine (checkpoint.LoopEnv).
@@ -193,111 +185,4 @@ func (db *DB) abortTooOld(tx *Txn) {
 	tx.mu.Unlock()
 	db.stats.tooOld.Add(1)
 	_ = tx.rollback(true)
-}
-
-// loadPage reads a page's frames from its newest durable frame back to its
-// base (readChain, gc.go) and rebuilds the state. The chain it read is the
-// page's durable chain: the GC's accounting keeps it (gcLoaded).
-//
-// A GC rewrite may consolidate the chain while it is read: the frames
-// below the consolidated base's address are then gone, so a read that
-// followed an old link into them fails. A failed read that crossed such
-// a rewrite (gcMoved) reads the chain again from addr, which now leads to
-// the base.
-func (db *DB) loadPage(pid pagetable.PID, addr uint64) (*node.Page, error) {
-	var deltas []*delta.Delta
-	var base *delta.Base
-	var chain gc.Chain
-	var epoch gc.Epoch
-	for attempt := 0; ; attempt++ {
-		epoch = db.gcEpoch()
-		deltas, base = deltas[:0], nil
-		var err error
-		chain, err = db.readChain(pid, addr, func(fr *delta.Frame) {
-			if fr.Base != nil {
-				base = fr.Base
-			} else {
-				deltas = append(deltas, fr.Delta)
-			}
-		})
-		if err == nil {
-			break
-		}
-		if attempt >= readRetries || !db.gcMoved(epoch) {
-			return nil, err
-		}
-	}
-	db.gcLoaded(pid, chain, epoch)
-	p := &node.Page{Base: base}
-	for i := len(deltas) - 1; i >= 0; i-- {
-		p = p.Prepend(deltas[i])
-	}
-	return p, nil
-}
-
-// removeOrphans deletes every data file the manifest's file set does not
-// name: those at or above its next file id, those whose id a checkpoint
-// reserved (step 2) but never published (a crash before step 4), and those
-// recorded as pending deletes.
-func (db *DB) removeOrphans(st *manifest.State) error {
-	names, err := db.fs.List(db.dir)
-	if err != nil {
-		return fmt.Errorf("bwkv: open %s: %w", db.dir, err)
-	}
-	removed := false
-	for _, n := range names {
-		id, ok := checkpoint.ParseDataFileName(n)
-		if !ok {
-			continue
-		}
-		_, pending := st.PendingDeletes[id]
-		_, named := st.Files[id]
-		if !named || pending {
-			if err := db.fs.Remove(filepath.Join(db.dir, n)); err != nil {
-				return fmt.Errorf("bwkv: open %s: remove orphan %s: %w", db.dir, n, err)
-			}
-			removed = true
-		}
-	}
-	if removed {
-		return db.fs.SyncDir(db.dir)
-	}
-	return nil
-}
-
-// checkFiles verifies that the manifest names only data files that exist
-// and that no other data file remains (docs/crash-safety.md, I5).
-func (db *DB) checkFiles() error {
-	if db.man == nil {
-		return nil
-	}
-	st := db.man.State()
-	names, err := db.fs.List(db.dir)
-	if err != nil {
-		return fmt.Errorf("bwkv: check: %w", err)
-	}
-	onDisk := map[manifest.FileID]bool{}
-	var errs []error
-	writing := manifest.FileID(db.writing.Load())
-	for _, n := range names {
-		if id, ok := checkpoint.ParseDataFileName(n); ok {
-			onDisk[id] = true
-			// A retired file awaiting deletion (the GC unlinks it once
-			// no reader holds it; Open deletes it) is not an orphan.
-			_, pending := st.PendingDeletes[id]
-			// A read-only open leaves a crashed checkpoint's file (at or
-			// above the next file id) for the next read-write open to
-			// delete; it is not damage.
-			leftover := db.opts.ReadOnly && id >= st.NextFileID
-			if _, named := st.Files[id]; !named && !pending && !leftover && id != writing {
-				errs = append(errs, fmt.Errorf("bwkv: check: orphan data file %s", n))
-			}
-		}
-	}
-	for id := range st.Files {
-		if !onDisk[id] {
-			errs = append(errs, fmt.Errorf("bwkv: check: manifest names missing data file %s", checkpoint.DataFileName(id)))
-		}
-	}
-	return errors.Join(errs...)
 }

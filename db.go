@@ -53,7 +53,7 @@ type DB struct {
 	// format holds the persisted format options in force.
 	format manifest.FormatOptions
 
-	files *pool.Files // open data files: bounded, reference counted (gc.go)
+	files *pool.Files // open data files: bounded, reference counted (files.go)
 
 	ckpt  *checkpoint.Checkpointer // the checkpointer and its throttle (checkpoint/)
 	cache *cache.Cache             // the page cache and its evictor (cache/)
@@ -105,7 +105,7 @@ type dbCounters struct {
 	// hotRestarts counts Update attempts restarted to queue on a hot
 	// key's stripe (hot.go).
 	hotRestarts atomic.Uint64
-	// blobReads counts blob frames read (gc.go, readBlob).
+	// blobReads counts blob frames read (pages.go, readBlob).
 	blobReads atomic.Uint64
 }
 

@@ -1,16 +1,10 @@
 package bwkv
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"path/filepath"
 	"time"
 
-	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/gc"
-	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/pool"
@@ -30,10 +24,6 @@ const (
 	// gcRetry is the pause before a round that left work behind runs
 	// again on a quiet database.
 	gcRetry = 100 * time.Millisecond
-	// readRetries bounds the re-reads of the address map by one frame
-	// read that keeps finding its file retired (each retry follows a
-	// rewrite commit, so more than a few means a bug).
-	readRetries = 8
 	// gcMergeSmall is the number of small data files (below a quarter
 	// of DataFileBytes) at which the GC merges them (gc.Policy.MergeSmall).
 	gcMergeSmall = 8
@@ -159,119 +149,6 @@ func (db *DB) gcStats() GCStats {
 		out.SpaceAmplification = float64(s.DataBytes) / float64(s.LiveBytes)
 	}
 	return out
-}
-
-// dataPath returns the path of data file id.
-func (db *DB) dataPath(id manifest.FileID) string {
-	return filepath.Join(db.dir, checkpoint.DataFileName(id))
-}
-
-// readChain reads page pid's durable chain from head down to its base,
-// calling visit (if set) on each frame, newest first, and returns the
-// frames' addresses and sizes.
-func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)) (gc.Chain, error) {
-	var chain gc.Chain
-	for a := head; ; {
-		fr, name, err := db.readFrame(a)
-		if err != nil {
-			return nil, err
-		}
-		if fr.PID != uint64(pid) {
-			return nil, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, fr.PID, pid)
-		}
-		if fr.Blob != nil {
-			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("page %d's chain reaches blob frame %d", pid, a)}
-		}
-		db.hooks.runFrameRead(uint64(pid), a)
-		ext := gc.Extent{Addr: a, Size: uint32(fr.Stored), Blobs: frameBlobs(fr)}
-		chain = append(chain, ext)
-		if visit != nil {
-			// The page in memory holds its values: read the blobs.
-			if err := fr.Materialize(func(r delta.BlobRef) ([]byte, error) { return db.readBlob(pid, r) }); err != nil {
-				return nil, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
-			}
-			visit(fr)
-		}
-		if fr.Base != nil {
-			return chain, nil
-		}
-		if fr.Link == 0 || fr.Link >= a {
-			return nil, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, fr.Link)
-		}
-		a = fr.Link
-	}
-}
-
-// frameBlobs returns the blobs a decoded frame references, for its extent.
-func frameBlobs(fr *delta.Frame) []gc.Blob {
-	refs := fr.BlobRefs()
-	if len(refs) == 0 {
-		return nil
-	}
-	out := make([]gc.Blob, len(refs))
-	for i, r := range refs {
-		en := fr.EntryAt(r.Index)
-		out[i] = gc.Blob{Addr: r.Ref.Addr, Size: uint32(r.Ref.FrameBytes()), Len: r.Ref.Len, CRC: r.Ref.CRC, ID: gc.VersionID(en.Key, en.TxID, en.Seq)}
-	}
-	return out
-}
-
-// readBlob reads the value of the blob r names, which page pid references:
-// one read of the blob frame (through the bounded file handles), whose
-// header must name the page and whose value must match r (length and CRC,
-// checked by delta.Frame.Materialize). A mismatch is a *CorruptionError.
-func (db *DB) readBlob(pid pagetable.PID, r delta.BlobRef) ([]byte, error) {
-	fr, name, err := db.readFrame(r.Addr)
-	if err != nil {
-		return nil, err
-	}
-	if fr.Blob == nil || fr.PID != uint64(pid) {
-		return nil, &CorruptionError{File: name, Offset: int64(r.Addr), Reason: fmt.Sprintf("page %d references frame %d, a %s frame of page %d, as a blob", pid, r.Addr, fr.Kind(), fr.PID)}
-	}
-	db.stats.blobReads.Add(1)
-	return fr.Blob, nil
-}
-
-// readFrame reads the frame at address a from the data file the manifest
-// maps it to, and returns it with the file's name. If a GC rewrite
-// retired that file in between (the handle is refused, or the file is
-// already unlinked), it re-reads the map, which then names the rewrite's
-// output, and retries.
-func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
-	for attempt := 0; ; attempt++ {
-		id, ok := db.man.FileOf(a)
-		if !ok {
-			return nil, "", base.CorruptionErrorf(db.dir, int64(a), "no data file holds address %d", a)
-		}
-		h, err := db.files.Acquire(uint64(id))
-		if err == nil {
-			fr, err := h.File().ReadFrame(a)
-			name := h.File().Name()
-			db.files.Release(h)
-			return fr, name, err
-		}
-		if attempt < readRetries && (errors.Is(err, pool.ErrRetired) || errors.Is(err, fs.ErrNotExist)) {
-			if now, ok := db.man.FileOf(a); ok && now != id {
-				continue
-			}
-		}
-		return nil, "", err
-	}
-}
-
-// openDataFile opens and validates data file id (pool.Files' opener).
-func (db *DB) openDataFile(id uint64) (*pool.File, error) {
-	name := db.dataPath(manifest.FileID(id))
-	vf, err := db.fs.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("bwkv: open data file %s: %w", name, err)
-	}
-	f, err := pool.OpenFile(vf, name)
-	if err != nil {
-		vf.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // gcFiles is the collector's view of the cache (gc.Files).
