@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/cache"
+	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/mvcc"
@@ -52,10 +53,16 @@ type DB struct {
 	// format holds the persisted format options in force.
 	format manifest.FormatOptions
 
-	files *pool.Files // open data files: bounded, reference counted (gc.go)
+	files *pool.Files // open data files: bounded, reference counted (files.go)
 
-	ckpt  ckptState
-	cache *cache.Cache // the page cache and its evictor (cache/)
+	ckpt  *checkpoint.Checkpointer // the checkpointer and its throttle (checkpoint/)
+	cache *cache.Cache             // the page cache and its evictor (cache/)
+	// writing is the id of the data file a checkpoint is writing (0:
+	// none): Check does not call it an orphan (checkpoint.Env.Writing).
+	writing atomic.Uint64
+	// idle is the idle settler's state (settle.go). Checkpointer
+	// goroutine only.
+	idle settleState
 	// hooks are the test knobs of this DB (hooks.go); zero outside tests.
 	hooks testHooks
 	gc    gcState // data-file GC (gc.go)
@@ -98,7 +105,7 @@ type dbCounters struct {
 	// hotRestarts counts Update attempts restarted to queue on a hot
 	// key's stripe (hot.go).
 	hotRestarts atomic.Uint64
-	// blobReads counts blob frames read (gc.go, readBlob).
+	// blobReads counts blob frames read (pages.go, readBlob).
 	blobReads atomic.Uint64
 }
 
@@ -145,7 +152,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 		log:  logger,
 		txns: make(map[*Txn]struct{}),
 		stop: make(chan struct{}),
-		ckpt: newCkptState(),
 	}
 	db.hooks.init(o.testHooks)
 	db.files = pool.NewFiles(o.MaxOpenFiles, db.openDataFile)
@@ -166,7 +172,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if !o.ReadOnly {
 		db.bg.Add(3)
 		go db.retireLoop()
-		go db.checkpointLoop()
+		go func() {
+			defer db.bg.Done()
+			db.ckpt.Run()
+		}()
 		go func() {
 			defer db.bg.Done()
 			db.cache.Run(db.stop)
@@ -222,6 +231,7 @@ func (db *DB) open(exists bool) error {
 		WantCompact: func(pid pagetable.PID) { db.cache.WantCompact(pid) },
 	}, db.pt)
 	db.cache = db.newCache()
+	db.ckpt = db.newCheckpointer()
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(snapSlab) }
 	db.initHot()
@@ -509,18 +519,7 @@ func (db *DB) Checkpoint() error {
 	if db.readOnly.Load() {
 		return db.errReadOnly()
 	}
-	done := make(chan error, 1)
-	select {
-	case db.ckpt.req <- done:
-	case <-db.stop:
-		return ErrClosed
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-db.stop:
-		return ErrClosed
-	}
+	return db.ckpt.Checkpoint()
 }
 
 // Check verifies the database's structure (docs/crash-safety.md, I5) and returns every

@@ -26,7 +26,7 @@ func (db *DB) durableLSN() uint64 {
 // failed fsync of the log, the manifest or a data file: never retried and
 // trusted, see fatalIO) and returns the error to hand the caller, which
 // matches ErrReadOnly and wraps err. Background work stops at its next
-// step (checkpointOnce, collectGarbage), writers stop waiting for it
+// step (checkpoint.Checkpointer.Attempt, gc.Worker.Collect), writers stop waiting for it
 // (backpressure), Close works, and reopening recovers every acknowledged
 // commit from the log.
 func (db *DB) degrade(err error) error {
@@ -34,7 +34,7 @@ func (db *DB) degrade(err error) error {
 		db.readOnly.Store(true)
 		db.backgroundError(err)
 		db.log.Error("bwkv: unrecoverable I/O error; the database is read-only until reopened", "err", err)
-		db.ckpt.renew() // wake writers held by backpressure
+		db.ckpt.Wake() // wake writers held by backpressure
 	}
 	return fmt.Errorf("%w: %w", ErrReadOnly, err)
 }

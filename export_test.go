@@ -112,7 +112,7 @@ func CollectGarbage(db *DB) error {
 		if err := db.Checkpoint(); err != nil {
 			return err
 		}
-		if !db.gc.due.Load() {
+		if !db.gc.worker.Due() {
 			return nil
 		}
 	}

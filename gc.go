@@ -1,26 +1,20 @@
 package bwkv
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"path/filepath"
-	"sync/atomic"
 	"time"
 
-	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/gc"
-	"github.com/bwkv/bwkv/internal/base"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/pool"
 )
 
 // The root's side of the data-file GC (docs/crash-safety.md; the gc package holds
-// the accounting, the victim choice and the rewrite protocol): the
-// bounded reference-counted data-file cache (pool.Files), the reads that retry when a rewrite
-// moved an address, and the round the checkpointer runs after a publish.
+// the accounting, the victim choice, the rewrite protocol and the round
+// driver, gc.Worker, which the checkpointer's loop runs after each
+// attempt): the ledger and the worker wired to the engine, and the
+// page loader's and the collector's views of them.
 
 const (
 	// gcDrainWait bounds how long a round waits for the readers of a
@@ -30,27 +24,16 @@ const (
 	// gcRetry is the pause before a round that left work behind runs
 	// again on a quiet database.
 	gcRetry = 100 * time.Millisecond
-	// readRetries bounds the re-reads of the address map by one frame
-	// read that keeps finding its file retired (each retry follows a
-	// rewrite commit, so more than a few means a bug).
-	readRetries = 8
 	// gcMergeSmall is the number of small data files (below a quarter
 	// of DataFileBytes) at which the GC merges them (gc.Policy.MergeSmall).
 	gcMergeSmall = 8
 )
 
-// gcState is the GC's part of the DB. ledger and coll are nil for a
-// read-only DB (no background work, no accounting).
+// gcState is the GC's part of the DB. Both are nil for a read-only DB (no
+// background work, no accounting).
 type gcState struct {
 	ledger *gc.Ledger
-	coll   *gc.Collector
-	// due: a publish happened, or a round left work or failed, since the
-	// last round. Written by the checkpointer goroutine only.
-	due atomic.Bool
-	// running is set during a round: writers then wait at 2x
-	// CheckpointBytes as they do during a publish (backpressure), so a
-	// round cannot let the hot generation and the log grow unbounded.
-	running atomic.Bool
+	worker *gc.Worker // the round driver, run by the checkpointer's loop
 }
 
 // initGC sets up the ledger and the collector (Open, before recovery:
@@ -63,14 +46,14 @@ func (db *DB) initGC() {
 	g.ledger = gc.NewLedger(func(pid, head uint64) (gc.Chain, error) {
 		return db.readChain(pagetable.PID(pid), head, nil)
 	})
-	g.coll = gc.New(&gc.Env{
+	coll := gc.New(&gc.Env{
 		FS:        db.fs,
 		Dir:       db.dir,
 		Manifest:  db.man,
 		Ledger:    g.ledger,
 		Files:     gcFiles{db},
 		Path:      db.dataPath,
-		Writing:   &db.ckpt.writing,
+		Writing:   &db.writing,
 		Stop:      db.stop,
 		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
 		DrainWait: gcDrainWait,
@@ -86,45 +69,24 @@ func (db *DB) initGC() {
 		FileBytes:  db.opts.DataFileBytes,
 		MergeSmall: gcMergeSmall,
 	})
-	// A reopened directory may hold junk, a stage mark or pending
-	// deletes: the first round after the first publish sees to them.
-	g.due.Store(true)
+	g.worker = gc.NewWorker(coll, gc.WorkerEnv{
+		Skip:            func() bool { return db.readOnly.Load() || db.hooks.gcPaused.Load() },
+		RoundDone:       db.gcRoundDone,
+		Fatal:           fatalIO,
+		Degrade:         func(err error) { _ = db.degrade(err) },
+		BackgroundError: db.backgroundError,
+		Log:             db.log,
+	})
 }
 
-// collectGarbage runs one GC round in the checkpointer goroutine, right
-// after a checkpoint attempt, when one is due (or force: DB.Checkpoint).
-// Failures are counted and logged, never returned: a failed step leaves
-// what a crash there would, and a later round resumes, except for a failed
-// fsync, which degrades the DB (fatalIO). It reports whether
-// another round should follow soon.
-func (db *DB) collectGarbage(force bool) bool {
-	g := &db.gc
-	if g.coll == nil || db.readOnly.Load() || (!force && !g.due.Load()) || db.hooks.gcPaused.Load() {
-		return false
-	}
-	g.running.Store(true)
-	start := time.Now()
-	more, err := g.coll.Round()
-	g.running.Store(false)
+// gcRoundDone reports a GC round (GCRound event) and wakes the writers
+// held by backpressure while it ran.
+func (db *DB) gcRoundDone(d time.Duration, more bool, err error) {
 	if f := db.events().GCRound; f != nil {
-		f(GCRoundInfo{Duration: time.Since(start), More: more, Err: err})
+		f(GCRoundInfo{Duration: d, More: more, Err: err})
 	}
-	db.ckpt.renew() // wake writers held by backpressure
-	switch {
-	case err != nil && fatalIO(err):
-		_ = db.degrade(err) // no more rounds: collectGarbage checks readOnly
-		more = false
-	case err != nil:
-		db.backgroundError(err)
-		db.log.Warn("bwkv: data-file GC failed; will retry", "err", err)
-		more = true
-	}
-	g.due.Store(more)
-	return more
+	db.ckpt.Wake()
 }
-
-// gcPublished notes a publish: the accounting changed, a round is due.
-func (db *DB) gcPublished() { db.gc.due.Store(true) }
 
 // gcLoaded is the page loader's hook: the chain it read, having sampled
 // epoch e first, is the page's durable chain (docs/crash-safety.md
@@ -164,10 +126,10 @@ func (db *DB) gcMoved(e gc.Epoch) bool {
 }
 
 func (db *DB) gcStats() GCStats {
-	if db.gc.coll == nil {
+	if db.gc.worker == nil {
 		return GCStats{}
 	}
-	s := db.gc.coll.Stats()
+	s := db.gc.worker.Stats()
 	out := GCStats{
 		FilesRewritten: s.FilesRewritten,
 		FilesRetired:   s.FilesRetired,
@@ -187,119 +149,6 @@ func (db *DB) gcStats() GCStats {
 		out.SpaceAmplification = float64(s.DataBytes) / float64(s.LiveBytes)
 	}
 	return out
-}
-
-// dataPath returns the path of data file id.
-func (db *DB) dataPath(id manifest.FileID) string {
-	return filepath.Join(db.dir, checkpoint.DataFileName(id))
-}
-
-// readChain reads page pid's durable chain from head down to its base,
-// calling visit (if set) on each frame, newest first, and returns the
-// frames' addresses and sizes.
-func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)) (gc.Chain, error) {
-	var chain gc.Chain
-	for a := head; ; {
-		fr, name, err := db.readFrame(a)
-		if err != nil {
-			return nil, err
-		}
-		if fr.PID != uint64(pid) {
-			return nil, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, fr.PID, pid)
-		}
-		if fr.Blob != nil {
-			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("page %d's chain reaches blob frame %d", pid, a)}
-		}
-		db.hooks.runFrameRead(uint64(pid), a)
-		ext := gc.Extent{Addr: a, Size: uint32(fr.Stored), Blobs: frameBlobs(fr)}
-		chain = append(chain, ext)
-		if visit != nil {
-			// The page in memory holds its values: read the blobs.
-			if err := fr.Materialize(func(r delta.BlobRef) ([]byte, error) { return db.readBlob(pid, r) }); err != nil {
-				return nil, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
-			}
-			visit(fr)
-		}
-		if fr.Base != nil {
-			return chain, nil
-		}
-		if fr.Link == 0 || fr.Link >= a {
-			return nil, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, fr.Link)
-		}
-		a = fr.Link
-	}
-}
-
-// frameBlobs returns the blobs a decoded frame references, for its extent.
-func frameBlobs(fr *delta.Frame) []gc.Blob {
-	refs := fr.BlobRefs()
-	if len(refs) == 0 {
-		return nil
-	}
-	out := make([]gc.Blob, len(refs))
-	for i, r := range refs {
-		en := fr.EntryAt(r.Index)
-		out[i] = gc.Blob{Addr: r.Ref.Addr, Size: uint32(r.Ref.FrameBytes()), Len: r.Ref.Len, CRC: r.Ref.CRC, ID: gc.VersionID(en.Key, en.TxID, en.Seq)}
-	}
-	return out
-}
-
-// readBlob reads the value of the blob r names, which page pid references:
-// one read of the blob frame (through the bounded file handles), whose
-// header must name the page and whose value must match r (length and CRC,
-// checked by delta.Frame.Materialize). A mismatch is a *CorruptionError.
-func (db *DB) readBlob(pid pagetable.PID, r delta.BlobRef) ([]byte, error) {
-	fr, name, err := db.readFrame(r.Addr)
-	if err != nil {
-		return nil, err
-	}
-	if fr.Blob == nil || fr.PID != uint64(pid) {
-		return nil, &CorruptionError{File: name, Offset: int64(r.Addr), Reason: fmt.Sprintf("page %d references frame %d, a %s frame of page %d, as a blob", pid, r.Addr, fr.Kind(), fr.PID)}
-	}
-	db.stats.blobReads.Add(1)
-	return fr.Blob, nil
-}
-
-// readFrame reads the frame at address a from the data file the manifest
-// maps it to, and returns it with the file's name. If a GC rewrite
-// retired that file in between (the handle is refused, or the file is
-// already unlinked), it re-reads the map, which then names the rewrite's
-// output, and retries.
-func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
-	for attempt := 0; ; attempt++ {
-		id, ok := db.man.FileOf(a)
-		if !ok {
-			return nil, "", base.CorruptionErrorf(db.dir, int64(a), "no data file holds address %d", a)
-		}
-		h, err := db.files.Acquire(uint64(id))
-		if err == nil {
-			fr, err := h.File().ReadFrame(a)
-			name := h.File().Name()
-			db.files.Release(h)
-			return fr, name, err
-		}
-		if attempt < readRetries && (errors.Is(err, pool.ErrRetired) || errors.Is(err, fs.ErrNotExist)) {
-			if now, ok := db.man.FileOf(a); ok && now != id {
-				continue
-			}
-		}
-		return nil, "", err
-	}
-}
-
-// openDataFile opens and validates data file id (pool.Files' opener).
-func (db *DB) openDataFile(id uint64) (*pool.File, error) {
-	name := db.dataPath(manifest.FileID(id))
-	vf, err := db.fs.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("bwkv: open data file %s: %w", name, err)
-	}
-	f, err := pool.OpenFile(vf, name)
-	if err != nil {
-		vf.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // gcFiles is the collector's view of the cache (gc.Files).

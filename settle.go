@@ -54,7 +54,7 @@ type settleState struct {
 // settle runs in the checkpointer goroutine every settleInterval.
 func (db *DB) settle() {
 	_, idle := db.hooks.settleTimes()
-	s := &db.ckpt.settle
+	s := &db.idle
 	head := db.wal.Head()
 	if head != s.head || s.since.IsZero() {
 		s.head, s.since, s.settled = head, time.Now(), false // writes since the last look
@@ -84,7 +84,7 @@ func (db *DB) settle() {
 	}
 	// Bounded rounds (RoundBytes each, yielding to a due checkpoint); the
 	// next look runs another while one reports more.
-	more := db.collectGarbage(true)
+	more := db.gc.worker.Collect(true)
 	s.settled = !more && wrapped && squashed == 0
 }
 
@@ -94,7 +94,7 @@ func (db *DB) settle() {
 // read: they were consolidated before they were evicted or are untouched
 // since Open.
 func (db *DB) squashChains() (squashed int, wrapped bool) {
-	s := &db.ckpt.settle
+	s := &db.idle
 	end := db.pt.Next()
 	if s.cursor == 0 || s.cursor >= end {
 		s.cursor = 1
@@ -118,7 +118,7 @@ func (db *DB) squashChains() (squashed int, wrapped bool) {
 // whether it succeeded; a failure is counted and logged (unless the DB is
 // degraded, which reported its cause already) and retried at the next look.
 func (db *DB) idleCheckpoint() bool {
-	if err := db.checkpointOnce(true); err != nil {
+	if err := db.ckpt.Attempt(true); err != nil {
 		if db.degraded.Load() == nil {
 			db.stats.bgErrors.Add(1)
 			db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
@@ -133,7 +133,7 @@ func (db *DB) idleCheckpoint() bool {
 // and the segment is large, then recycles it; either way it trims the
 // active segment's preallocated tail.
 func (db *DB) rotateCovered() error {
-	covered := wal.LSN(db.ckpt.analysisStart.Load())
+	covered := wal.LSN(db.ckpt.AnalysisStart())
 	if db.wal.Head() == covered {
 		rotated, err := db.wal.Rotate(settleLogBytes)
 		if err != nil {

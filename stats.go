@@ -150,18 +150,18 @@ func (db *DB) Stats() Stats {
 	s.Cache.InnerBytes = db.pt.InnerResident()
 	s.Cache.Compactions = cs.Compactions
 	s.Recovery = db.recovery
-	c := &db.ckpt
+	c := db.ckpt.Stats()
 	s.Checkpoint = CheckpointStats{
-		Count:          c.count.Load(),
-		Bytes:          c.bytes.Load(),
-		FramesWritten:  c.framesWritten.Load(),
-		FramesSkipped:  c.framesSkipped.Load(),
-		InstalledBytes: c.installed.Load(),
-		Duration:       time.Duration(c.nanos.Load()),
-		Frontier:       c.frontier.Load(),
-		BlobsWritten:   c.blobs.Load(),
-		BlobBytes:      c.blobBytes.Load(),
-		BlobsReused:    c.blobsReused.Load(),
+		Count:          c.Count,
+		Bytes:          c.Bytes,
+		FramesWritten:  c.FramesWritten,
+		FramesSkipped:  c.FramesSkipped,
+		InstalledBytes: c.Installed,
+		Duration:       c.Duration,
+		Frontier:       c.Frontier,
+		BlobsWritten:   c.Blobs,
+		BlobBytes:      c.BlobBytes,
+		BlobsReused:    c.BlobsReused,
 		BlobReads:      db.stats.blobReads.Load(),
 	}
 	s.GC = db.gcStats()
@@ -177,7 +177,7 @@ func (db *DB) Stats() Stats {
 			s.GC.SpaceAmplification = float64(s.GC.DataBytes) / float64(s.GC.LiveBytes)
 		}
 	}
-	s.BackpressureStalls = c.stalls.Load()
+	s.BackpressureStalls = c.Stalls
 	s.BackgroundErrors = db.stats.bgErrors.Load()
 	if d := db.degraded.Load(); d != nil {
 		s.Degraded = (*d).Error()

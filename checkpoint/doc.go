@@ -1,8 +1,30 @@
-// Package checkpoint is bwkv's checkpointer: it writes the sealed
-// generation's reachable frames to a data file and publishes them in the
-// manifest (docs/crash-safety.md).
+// Package checkpoint is bwkv's checkpointer: the worker that decides when
+// to cut (Checkpointer) and the run that writes the sealed generation's
+// reachable frames to a data file and publishes them in the manifest
+// (Run; docs/crash-safety.md).
 //
 // Internal to bwkv; no API stability promise.
+//
+// # The worker (checkpointer.go)
+//
+// A Checkpointer owns one goroutine (Run) and its mailbox: Kick (the hot
+// generation passed CheckpointBytes, or the cache's pressure), Checkpoint
+// (DB.Checkpoint: cut now, reply after the publish), a retry timer (1 s
+// after a failed attempt; LoopEnv.GCRetry after a GC round that left
+// work) and the idle settler's ticker (LoopEnv.Settle). Each wake-up runs
+// Attempt, a pending sealed generation first, then the GC round
+// (LoopEnv.CollectGarbage), in that order on that goroutine, so no other
+// manifest commit interleaves with a round. It keeps the checkpoint
+// counters (Stats) and the published broadcast channel.
+//
+// It is also the writers' throttle (Throttle, before any lock): a writer
+// waits while the hot generation holds 2x CheckpointBytes and a publish
+// or a GC round runs, or while the cache is over its hard limit
+// (cache.Cache.MustWait); at most 100 x 100 ms, counted as a stall. The
+// fast path reads concrete fields only (no indirect call per write).
+// The engine's side (the cut, the publish with its transaction and
+// manifest work, the GC, the settler, degrading) is reached through
+// LoopEnv, as the cache reaches it through cache.Env.
 //
 // # What is written
 //

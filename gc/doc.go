@@ -121,9 +121,19 @@
 // counts the dropped deltas: it only steers when a stub is loaded in full
 // or consolidated, so the over-count costs at most an early load.
 //
-// A round runs in the engine's checkpointer goroutine right after a
-// publish, so no other manifest commit interleaves with it and the state
-// read at its start stays the durable state. A failed step returns an
-// error and changes nothing that a crash at the same point would not:
-// the engine counts it, logs it and retries in a later round.
+// # The round driver
+//
+// Worker (worker.go) drives the Collector: a round is due after each
+// publish (Worker.Published) and while the last one left work or failed;
+// Worker.Running is what the checkpointer's throttle reads (writers wait
+// at 2x CheckpointBytes during a round as during a publish). A round runs
+// in the engine's checkpointer goroutine right after a checkpoint attempt
+// (checkpoint.Checkpointer calls Worker.Collect through its LoopEnv), so
+// no other manifest commit interleaves with it and the state read at its
+// start stays the durable state. A failed step returns an error and
+// changes nothing that a crash at the same point would not: the Worker
+// reports it (WorkerEnv.BackgroundError, logged) and a later round
+// retries, except a failed fsync (WorkerEnv.Fatal), which degrades the DB
+// and ends the rounds. The Worker reaches the engine only through
+// WorkerEnv, the Collector through Env and Files.
 package gc

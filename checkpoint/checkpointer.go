@@ -1,0 +1,311 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwkv/bwkv/cache"
+	"github.com/bwkv/bwkv/failpoints"
+	"github.com/bwkv/bwkv/generation"
+)
+
+// retryAfterFailure is the pause before a failed checkpoint is attempted
+// again (unless a write or a request comes first).
+const retryAfterFailure = time.Second
+
+// Stall bounds: a writer held by the throttle waits at most stallChecks
+// times stallWait (10 s), so a checkpointer that keeps failing (a full
+// disk) cannot hang writers forever; the stall count shows it.
+const (
+	stallChecks = 100
+	stallWait   = 100 * time.Millisecond
+)
+
+// LoopEnv is how a Checkpointer reaches the engine. The fields read on
+// every write (Gens, Cache, ReadOnly, CheckpointBytes) are concrete, so
+// the throttle makes no indirect call on its fast path; the rest are the
+// engine's steps, called from the checkpointer goroutine or on a stall.
+type LoopEnv struct {
+	Gens  *generation.Manager
+	Cache *cache.Cache
+	// CheckpointBytes is the hot generation's size that asks for a cut
+	// (Options.CheckpointBytes); writers wait at twice it while a publish
+	// or a GC round runs.
+	CheckpointBytes int64
+	// ReadOnly is the engine's flag: opened read-only or degraded. A
+	// writer never waits on a read-only DB.
+	ReadOnly *atomic.Bool
+	// Stop is closed when the DB closes: the loop returns, waiters and
+	// held writers are released.
+	Stop <-chan struct{}
+	// ErrClosed is what Checkpoint and pending requests return after Stop.
+	ErrClosed error
+
+	// Degraded returns the error a write gets once an unrecoverable I/O
+	// error degraded the DB, nil while healthy: nothing more is published.
+	Degraded func() error
+	// Cut seals the hot generation (nil: a sealed one is pending).
+	Cut func() *generation.Gen
+	// Publish publishes a sealed generation; on success it reports the
+	// run's result through Published.
+	Publish func(g *generation.Gen) error
+	// CollectGarbage runs a GC round if one is due (or force) and reports
+	// whether another should follow soon; GCRunning reports whether one
+	// runs now (writers then wait as during a publish).
+	CollectGarbage func(force bool) bool
+	GCRunning      func() bool
+	// GCRetry is the pause before a round that left work behind runs again
+	// on a quiet database.
+	GCRetry time.Duration
+	// Settle runs every SettleInterval on the checkpointer goroutine (the
+	// idle settler); it may call Attempt.
+	Settle         func()
+	SettleInterval time.Duration
+
+	// BackgroundError counts and reports a failed checkpoint; Log gets its
+	// warning.
+	BackgroundError func(err error)
+	Log             *slog.Logger
+	// StallBegin and StallEnd, if set, run when a writer starts and stops
+	// waiting in Throttle.
+	StallBegin func()
+	StallEnd   func(d time.Duration)
+}
+
+// Stats are a Checkpointer's counters since Open.
+type Stats struct {
+	Count, Bytes, FramesWritten, FramesSkipped uint64
+	Blobs, BlobBytes, BlobsReused              uint64
+	// Installed is the frame bytes of the published generations.
+	Installed uint64
+	Duration  time.Duration
+	Frontier  uint64
+	// Stalls counts the writers the throttle held.
+	Stalls uint64
+}
+
+// Checkpointer is the background checkpointer: its goroutine (Run), its
+// mailbox (Kick, Checkpoint), its counters and the throttle writers pass
+// (Throttle). Safe for concurrent use; Attempt and LoopEnv's steps run on
+// Run's goroutine only.
+type Checkpointer struct {
+	env  LoopEnv
+	req  chan chan error // Checkpoint: cut now, reply after the publish
+	kick chan struct{}   // dirty bytes passed CheckpointBytes
+
+	count, bytes, framesWritten, framesSkipped, stalls atomic.Uint64
+	blobs, blobBytes, blobsReused                      atomic.Uint64
+	nanos, frontier, installed                         atomic.Uint64
+	// analysisStart is the last publish's (the log below it is covered).
+	analysisStart atomic.Uint64
+
+	pubMu sync.Mutex
+	// published is closed and replaced at each publish and by Wake
+	// (throttled writers block on it). Guarded by pubMu.
+	published chan struct{}
+}
+
+// New returns a Checkpointer; Run starts its loop.
+func New(env LoopEnv) *Checkpointer {
+	return &Checkpointer{env: env, req: make(chan chan error), kick: make(chan struct{}, 1), published: make(chan struct{})}
+}
+
+func (c *Checkpointer) publishedCh() chan struct{} {
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
+	return c.published
+}
+
+// Wake releases the writers Throttle holds, to check again (after a
+// publish, a GC round, or when the DB degrades).
+func (c *Checkpointer) Wake() {
+	c.pubMu.Lock()
+	close(c.published)
+	c.published = make(chan struct{})
+	c.pubMu.Unlock()
+}
+
+// Kick asks for a cut; it never blocks.
+func (c *Checkpointer) Kick() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// AfterWrite runs after each frame-producing write: it asks for a cut
+// when the hot generation passed CheckpointBytes. O(1).
+func (c *Checkpointer) AfterWrite() {
+	g := c.env.Gens
+	if g.Hot().Bytes() >= c.env.CheckpointBytes && g.Sealed() == nil {
+		c.Kick()
+	}
+}
+
+// Throttle makes a writer wait, before it takes any lock, while the hot
+// generation holds 2x CheckpointBytes because the checkpointer lags (a
+// publish or a GC round is running), or while resident pages exceed the
+// cache's hard limit (dirty pages the evictor cannot drop until a
+// checkpoint publishes them). The wait is bounded (stallChecks x
+// stallWait).
+func (c *Checkpointer) Throttle() {
+	var start time.Time
+	for i := 0; i < stallChecks && !c.env.ReadOnly.Load() && c.mustWait(); i++ {
+		if i == 0 {
+			c.stalls.Add(1)
+			start = time.Now()
+			if f := c.env.StallBegin; f != nil {
+				f()
+			}
+			defer func() {
+				if f := c.env.StallEnd; f != nil {
+					f(time.Since(start))
+				}
+			}()
+		}
+		ch := c.publishedCh()
+		select {
+		case <-ch:
+		case <-c.env.Stop:
+			return
+		case <-time.After(stallWait):
+		}
+	}
+}
+
+// mustWait reports whether a writer must wait for the next publish. O(1).
+func (c *Checkpointer) mustWait() bool {
+	g := c.env.Gens
+	if g.Hot().Bytes() >= 2*c.env.CheckpointBytes && (g.Sealed() != nil || c.env.GCRunning()) {
+		return true
+	}
+	return c.env.Cache.MustWait()
+}
+
+// Checkpoint asks the loop for a cut now and waits for its publish (and
+// the GC round after it).
+func (c *Checkpointer) Checkpoint() error {
+	done := make(chan error, 1)
+	select {
+	case c.req <- done:
+	case <-c.env.Stop:
+		return c.env.ErrClosed
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-c.env.Stop:
+		return c.env.ErrClosed
+	}
+}
+
+// Run is the checkpointer goroutine; it returns when Stop is closed.
+// After each attempt it runs the GC (CollectGarbage), so no other
+// manifest commit interleaves with a round.
+func (c *Checkpointer) Run() {
+	var waiters []chan error
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	settle := time.NewTicker(c.env.SettleInterval)
+	defer settle.Stop()
+	for {
+		select {
+		case <-c.env.Stop:
+			for _, w := range waiters {
+				w <- c.env.ErrClosed
+			}
+			return
+		case w := <-c.req:
+			waiters = append(waiters, w)
+		case <-c.kick:
+		case <-retry.C:
+		case <-settle.C:
+			c.env.Settle()
+			continue
+		}
+		err := c.Attempt(len(waiters) > 0)
+		if err != nil && c.env.Degraded() == nil {
+			c.env.BackgroundError(err)
+			c.env.Log.Warn("bwkv: checkpoint failed; will retry", "err", err)
+			retry.Reset(retryAfterFailure)
+		}
+		if c.env.CollectGarbage(len(waiters) > 0) && err == nil {
+			retry.Reset(c.env.GCRetry)
+		}
+		for _, w := range waiters {
+			w <- err
+		}
+		waiters = waiters[:0]
+	}
+}
+
+// Attempt publishes a pending sealed generation (a failed earlier
+// attempt) and then, if force or due (CheckpointBytes, or the cache's
+// pressure), cuts and publishes the hot one. Checkpointer goroutine only.
+func (c *Checkpointer) Attempt(force bool) error {
+	if err := c.env.Degraded(); err != nil {
+		// Nothing more is published after an unrecoverable I/O error:
+		// the next open recovers from the log.
+		return err
+	}
+	gens := c.env.Gens
+	if g := gens.Sealed(); g != nil {
+		if err := c.env.Publish(g); err != nil {
+			return err
+		}
+	}
+	pressure := c.env.Cache.TakePressure() && gens.Hot().Frames() > 0
+	if !force && !pressure && gens.Hot().Bytes() < c.env.CheckpointBytes {
+		return nil
+	}
+	if err := failpoints.Hit(failpoints.CheckpointCut); err != nil {
+		return fmt.Errorf("bwkv: checkpoint: %w", err)
+	}
+	g := c.env.Cut()
+	if g == nil {
+		return errors.New("bwkv: checkpoint: a sealed generation is pending")
+	}
+	return c.env.Publish(g)
+}
+
+// Published records a publish of installed frame bytes that res
+// describes and wakes the throttled writers (LoopEnv.Publish calls it).
+func (c *Checkpointer) Published(res Result, installed uint64) {
+	c.count.Add(1)
+	c.bytes.Add(uint64(res.Bytes))
+	c.framesWritten.Add(uint64(res.Frames))
+	c.blobs.Add(uint64(res.Blobs))
+	c.blobBytes.Add(uint64(res.BlobBytes))
+	c.blobsReused.Add(uint64(res.BlobsReused))
+	c.framesSkipped.Add(uint64(res.Skipped))
+	c.installed.Add(installed)
+	c.nanos.Add(uint64(res.Duration))
+	c.frontier.Store(res.Frontier)
+	c.analysisStart.Store(res.AnalysisStart)
+	c.Wake()
+}
+
+// AnalysisStart returns the last publish's analysis start: the log below
+// it is covered (0 before the first publish of this Open).
+func (c *Checkpointer) AnalysisStart() uint64 { return c.analysisStart.Load() }
+
+// Stats returns the counters.
+func (c *Checkpointer) Stats() Stats {
+	return Stats{
+		Count:         c.count.Load(),
+		Bytes:         c.bytes.Load(),
+		FramesWritten: c.framesWritten.Load(),
+		FramesSkipped: c.framesSkipped.Load(),
+		Blobs:         c.blobs.Load(),
+		BlobBytes:     c.blobBytes.Load(),
+		BlobsReused:   c.blobsReused.Load(),
+		Installed:     c.installed.Load(),
+		Duration:      time.Duration(c.nanos.Load()),
+		Frontier:      c.frontier.Load(),
+		Stalls:        c.stalls.Load(),
+	}
+}

@@ -1,0 +1,101 @@
+package gc
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// WorkerEnv is how a Worker reports to the engine: the round's outcome,
+// and the failures the engine must act on.
+type WorkerEnv struct {
+	// Skip reports whether rounds are off now (a read-only or degraded
+	// DB, a test's pause); skipped rounds stay due.
+	Skip func() bool
+	// RoundDone runs after each round with its duration and outcome
+	// (events; waking the writers held while it ran).
+	RoundDone func(d time.Duration, more bool, err error)
+	// Fatal reports whether a round's error must degrade the DB (a failed
+	// fsync, never retried); Degrade degrades it, after which Skip holds.
+	Fatal   func(err error) bool
+	Degrade func(err error)
+	// BackgroundError counts and reports any other failure; Log gets its
+	// warning. A later round resumes.
+	BackgroundError func(err error)
+	Log             *slog.Logger
+}
+
+// Worker drives a Collector's rounds: whether one is due, whether one
+// runs, and what a round's outcome means. A DB runs its rounds on the
+// checkpointer goroutine, right after a checkpoint attempt, so no other
+// manifest commit interleaves with one. Due, Running and Published are
+// safe for concurrent use; Collect runs on one goroutine at a time. A nil
+// *Worker (a read-only DB) runs nothing.
+type Worker struct {
+	coll *Collector
+	env  WorkerEnv
+	// due: a publish happened, or a round left work or failed, since the
+	// last round. Written by Collect's goroutine and Published.
+	due atomic.Bool
+	// running is set during a round: writers then wait at 2x
+	// CheckpointBytes as they do during a publish, so a round cannot let
+	// the hot generation and the log grow unbounded.
+	running atomic.Bool
+}
+
+// NewWorker returns a Worker for c. A round is due at once: a reopened
+// directory may hold junk, a stage mark or pending deletes, which the
+// first round after the first publish sees to.
+func NewWorker(c *Collector, env WorkerEnv) *Worker {
+	w := &Worker{coll: c, env: env}
+	w.due.Store(true)
+	return w
+}
+
+// Collect runs one round when one is due (or force). Failures are
+// reported through the env, never returned: a failed step leaves what a
+// crash there would, and a later round resumes, except for a fatal one,
+// which degrades the DB. It reports whether another round should follow
+// soon.
+func (w *Worker) Collect(force bool) bool {
+	if w == nil || w.env.Skip() || (!force && !w.due.Load()) {
+		return false
+	}
+	w.running.Store(true)
+	start := time.Now()
+	more, err := w.coll.Round()
+	w.running.Store(false)
+	w.env.RoundDone(time.Since(start), more, err)
+	switch {
+	case err != nil && w.env.Fatal(err):
+		w.env.Degrade(err) // no more rounds: Skip holds
+		more = false
+	case err != nil:
+		w.env.BackgroundError(err)
+		w.env.Log.Warn("bwkv: data-file GC failed; will retry", "err", err)
+		more = true
+	}
+	w.due.Store(more)
+	return more
+}
+
+// Published notes a publish: the accounting changed, a round is due.
+func (w *Worker) Published() {
+	if w != nil {
+		w.due.Store(true)
+	}
+}
+
+// Due reports whether a round is due.
+func (w *Worker) Due() bool { return w != nil && w.due.Load() }
+
+// Running reports whether a round runs now.
+func (w *Worker) Running() bool { return w != nil && w.running.Load() }
+
+// Stats returns the collector's counters (zero for a nil Worker).
+func (w *Worker) Stats() Stats {
+	if w == nil {
+		return Stats{}
+	}
+	return w.coll.Stats()
+}

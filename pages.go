@@ -1,0 +1,156 @@
+package bwkv
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/gc"
+	"github.com/bwkv/bwkv/internal/base"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+	"github.com/bwkv/bwkv/pool"
+)
+
+// Page reads: a page's durable chain read from the data files through the
+// bounded file handles (pool.Files, files.go), retried when a GC rewrite
+// moved what it followed.
+
+// readRetries bounds the re-reads of the address map by one frame read
+// that keeps finding its file retired (each retry follows a rewrite
+// commit, so more than a few means a bug).
+const readRetries = 8
+
+// loadPage reads a page's frames from its newest durable frame back to its
+// base (readChain) and rebuilds the state. The chain it read is the
+// page's durable chain: the GC's accounting keeps it (gcLoaded).
+//
+// A GC rewrite may consolidate the chain while it is read: the frames
+// below the consolidated base's address are then gone, so a read that
+// followed an old link into them fails. A failed read that crossed such
+// a rewrite (gcMoved) reads the chain again from addr, which now leads to
+// the base.
+func (db *DB) loadPage(pid pagetable.PID, addr uint64) (*node.Page, error) {
+	var deltas []*delta.Delta
+	var base *delta.Base
+	var chain gc.Chain
+	var epoch gc.Epoch
+	for attempt := 0; ; attempt++ {
+		epoch = db.gcEpoch()
+		deltas, base = deltas[:0], nil
+		var err error
+		chain, err = db.readChain(pid, addr, func(fr *delta.Frame) {
+			if fr.Base != nil {
+				base = fr.Base
+			} else {
+				deltas = append(deltas, fr.Delta)
+			}
+		})
+		if err == nil {
+			break
+		}
+		if attempt >= readRetries || !db.gcMoved(epoch) {
+			return nil, err
+		}
+	}
+	db.gcLoaded(pid, chain, epoch)
+	p := &node.Page{Base: base}
+	for i := len(deltas) - 1; i >= 0; i-- {
+		p = p.Prepend(deltas[i])
+	}
+	return p, nil
+}
+
+// readChain reads page pid's durable chain from head down to its base,
+// calling visit (if set) on each frame, newest first, and returns the
+// frames' addresses and sizes.
+func (db *DB) readChain(pid pagetable.PID, head uint64, visit func(*delta.Frame)) (gc.Chain, error) {
+	var chain gc.Chain
+	for a := head; ; {
+		fr, name, err := db.readFrame(a)
+		if err != nil {
+			return nil, err
+		}
+		if fr.PID != uint64(pid) {
+			return nil, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, fr.PID, pid)
+		}
+		if fr.Blob != nil {
+			return nil, &CorruptionError{File: name, Offset: int64(a), Reason: fmt.Sprintf("page %d's chain reaches blob frame %d", pid, a)}
+		}
+		db.hooks.runFrameRead(uint64(pid), a)
+		ext := gc.Extent{Addr: a, Size: uint32(fr.Stored), Blobs: frameBlobs(fr)}
+		chain = append(chain, ext)
+		if visit != nil {
+			// The page in memory holds its values: read the blobs.
+			if err := fr.Materialize(func(r delta.BlobRef) ([]byte, error) { return db.readBlob(pid, r) }); err != nil {
+				return nil, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
+			}
+			visit(fr)
+		}
+		if fr.Base != nil {
+			return chain, nil
+		}
+		if fr.Link == 0 || fr.Link >= a {
+			return nil, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, fr.Link)
+		}
+		a = fr.Link
+	}
+}
+
+// frameBlobs returns the blobs a decoded frame references, for its extent.
+func frameBlobs(fr *delta.Frame) []gc.Blob {
+	refs := fr.BlobRefs()
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]gc.Blob, len(refs))
+	for i, r := range refs {
+		en := fr.EntryAt(r.Index)
+		out[i] = gc.Blob{Addr: r.Ref.Addr, Size: uint32(r.Ref.FrameBytes()), Len: r.Ref.Len, CRC: r.Ref.CRC, ID: gc.VersionID(en.Key, en.TxID, en.Seq)}
+	}
+	return out
+}
+
+// readBlob reads the value of the blob r names, which page pid references:
+// one read of the blob frame (through the bounded file handles), whose
+// header must name the page and whose value must match r (length and CRC,
+// checked by delta.Frame.Materialize). A mismatch is a *CorruptionError.
+func (db *DB) readBlob(pid pagetable.PID, r delta.BlobRef) ([]byte, error) {
+	fr, name, err := db.readFrame(r.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if fr.Blob == nil || fr.PID != uint64(pid) {
+		return nil, &CorruptionError{File: name, Offset: int64(r.Addr), Reason: fmt.Sprintf("page %d references frame %d, a %s frame of page %d, as a blob", pid, r.Addr, fr.Kind(), fr.PID)}
+	}
+	db.stats.blobReads.Add(1)
+	return fr.Blob, nil
+}
+
+// readFrame reads the frame at address a from the data file the manifest
+// maps it to, and returns it with the file's name. If a GC rewrite
+// retired that file in between (the handle is refused, or the file is
+// already unlinked), it re-reads the map, which then names the rewrite's
+// output, and retries.
+func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
+	for attempt := 0; ; attempt++ {
+		id, ok := db.man.FileOf(a)
+		if !ok {
+			return nil, "", base.CorruptionErrorf(db.dir, int64(a), "no data file holds address %d", a)
+		}
+		h, err := db.files.Acquire(uint64(id))
+		if err == nil {
+			fr, err := h.File().ReadFrame(a)
+			name := h.File().Name()
+			db.files.Release(h)
+			return fr, name, err
+		}
+		if attempt < readRetries && (errors.Is(err, pool.ErrRetired) || errors.Is(err, fs.ErrNotExist)) {
+			if now, ok := db.man.FileOf(a); ok && now != id {
+				continue
+			}
+		}
+		return nil, "", err
+	}
+}
