@@ -26,7 +26,7 @@ func TestCacheBounded(t *testing.T) {
 	}
 	n := 40000
 	if testing.Short() {
-		n = 6000
+		n = 20000
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	perm := rng.Perm(n)
