@@ -292,19 +292,11 @@ func (b *Base) ChildAt(i int) uint64 {
 }
 
 // Builder assembles a Base. The zero value is ready to use.
-//
-// Add copies each value as it comes; AddRef only notes it, and Finish
-// copies the noted values into the base's value buffer in one pass, into
-// memory it need not clear first (a consolidation's values are most of its
-// cost). A builder uses one of the two.
 type Builder struct {
 	ents       []ent
 	keys, vals []byte
 	nkeys      int
 	lastKey    []byte
-	// refs are the values AddRef noted, refBytes their total length.
-	refs     [][]byte
-	refBytes int
 }
 
 // Add appends an entry. Entries must come in key order, versions of one key
@@ -320,45 +312,13 @@ func (bd *Builder) Add(key, value []byte, txid uint64, seq uint32, flags Flags) 
 	bd.lastKey = bd.keys[ko:len(bd.keys):len(bd.keys)]
 }
 
-// AddRef appends an entry like Add, but its value is copied only by
-// Finish: value must not change until then. A builder that used Add must
-// not use AddRef.
-func (bd *Builder) AddRef(key, value []byte, txid uint64, seq uint32, flags Flags) {
-	if len(bd.vals) > 0 {
-		panic("delta: Builder.AddRef after Add")
-	}
-	if len(bd.ents) == 0 || !bytes.Equal(bd.lastKey, key) {
-		bd.nkeys++
-	}
-	ko, vo := uint32(len(bd.keys)), uint32(bd.refBytes)
-	bd.keys = append(bd.keys, key...)
-	bd.refs = append(bd.refs, value)
-	bd.refBytes += len(value)
-	bd.ents = append(bd.ents, ent{ko: ko, kl: uint32(len(key)), vo: vo, vl: uint32(len(value)), txid: txid, seq: seq, flags: flags})
-	bd.lastKey = bd.keys[ko:len(bd.keys):len(bd.keys)]
-}
-
 // Grow preallocates room for n more entries holding keyBytes of keys and
-// valBytes of values in all (0 for a builder that uses AddRef), so
-// building a page costs one allocation per buffer.
+// valBytes of values in all, so building a page costs one allocation per
+// buffer.
 func (bd *Builder) Grow(n, keyBytes, valBytes int) {
 	bd.keys = slices.Grow(bd.keys, keyBytes)
-	if valBytes > 0 {
-		bd.vals = slices.Grow(bd.vals, valBytes)
-	} else {
-		bd.refs = slices.Grow(bd.refs, n)
-	}
+	bd.vals = slices.Grow(bd.vals, valBytes)
 	bd.ents = slices.Grow(bd.ents, n)
-}
-
-// values returns the base's value buffer: the values Add copied, or the
-// ones AddRef noted, copied now. bytes.Join fills a buffer it does not
-// clear first.
-func (bd *Builder) values() []byte {
-	if len(bd.refs) == 0 {
-		return bd.vals
-	}
-	return bytes.Join(bd.refs, nil)
 }
 
 // AddChild appends an inner entry mapping separator to child.
@@ -374,7 +334,7 @@ func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {
 	b := &Base{
 		ents:    bd.ents,
 		keys:    bd.keys,
-		vals:    bd.values(),
+		vals:    bd.vals,
 		Sibling: sibling,
 		Level:   level,
 		Keys:    bd.nkeys,

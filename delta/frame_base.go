@@ -91,13 +91,13 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 		return nil, err
 	}
 	var bd Builder
-	bd.Grow(int(count), keyBytes, 0)
+	bd.Grow(int(count), keyBytes, len(slab)-int(count)*entryHeader-keyBytes)
 	off := 0
 	for range count {
 		kl := binary.LittleEndian.Uint32(slab[off:])
 		vl := binary.LittleEndian.Uint32(slab[off+4:])
 		ks := off + entryHeader
-		bd.AddRef(slab[ks:ks+int(kl)], slab[ks+int(kl):ks+int(kl)+int(vl)],
+		bd.Add(slab[ks:ks+int(kl)], slab[ks+int(kl):ks+int(kl)+int(vl)],
 			binary.LittleEndian.Uint64(slab[off+8:]), binary.LittleEndian.Uint32(slab[off+16:]), Flags(slab[off+20]))
 		off = ks + int(kl) + int(vl)
 	}
@@ -105,7 +105,7 @@ func decodeBaseFrame(h FrameHeader, p []byte, hasHigh bool) (*Frame, error) {
 	bf.b = Base{
 		ents:    bd.ents,
 		keys:    bd.keys,
-		vals:    bd.values(), // before p can be reused
+		vals:    bd.vals,
 		Sibling: sibling,
 		Level:   level,
 		Keys:    int(keys),

@@ -349,13 +349,14 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 		if to < len(c.keyStart) {
 			e = c.keyStart[to]
 		}
-		kb := 0
+		kb, vb := 0, 0
 		for _, v := range c.vers[s:e] {
 			kb += len(v.key)
+			vb += len(v.val)
 		}
-		bd.Grow(e-s, kb, 0)
+		bd.Grow(e-s, kb, vb)
 		for _, v := range c.vers[s:e] {
-			bd.AddRef(v.key, v.val, v.txid, v.seq, v.flags) // immutable page memory
+			bd.Add(v.key, v.val, v.txid, v.seq, v.flags)
 		}
 	}
 	return bd.Finish(low, high, sibling, 0)
