@@ -194,7 +194,13 @@ func (db *DB) Stats() Stats {
 			GatherWait:     ws.GatherWait,
 		}
 	}
-	s.Txn = TxnStats{
+	s.Txn = db.txnStats()
+	return s
+}
+
+// txnStats is Stats' transaction part.
+func (db *DB) txnStats() TxnStats {
+	s := TxnStats{
 		Commits:   db.stats.commits.Load(),
 		Aborts:    db.stats.aborts.Load(),
 		Conflicts: db.stats.conflicts.Load(),
@@ -205,13 +211,13 @@ func (db *DB) Stats() Stats {
 		Requeued:     db.stats.hotRestarts.Load(),
 	}
 	db.txMu.Lock()
-	s.Txn.Open = len(db.txns)
+	s.Open = len(db.txns)
 	db.txMu.Unlock()
 	if t := db.mv.Oldest(); !t.IsZero() {
-		s.Txn.OldestTxnAge = time.Since(t)
+		s.OldestTxnAge = time.Since(t)
 	}
 	if t := db.mv.Registry().OldestSince(); !t.IsZero() {
-		s.Txn.OldestSnapshotAge = time.Since(t)
+		s.OldestSnapshotAge = time.Since(t)
 	}
 	return s
 }

@@ -264,22 +264,10 @@ type frameAt struct {
 // frame that cannot be read fails the batch. chains are the read chains
 // of the pages with a live victim frame that is not a blob.
 func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frameAt, chains map[uint64]Chain, liveBytes int64, err error) {
-	type victimFrame struct {
-		frameAt
-		pid uint64 // 0: unknown, read the frame's header
-		n   int
+	all, err := c.victimFrames(victims)
+	if err != nil {
+		return nil, nil, 0, err
 	}
-	var all []victimFrame
-	for _, v := range victims {
-		frames, err := c.env.Files.Frames(v.ID)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("gc: list frames of file %d: %w", v.ID, err)
-		}
-		for _, f := range frames {
-			all = append(all, victimFrame{frameAt{addr: f.Addr, file: v.ID}, f.PID, f.Len})
-		}
-	}
-	slices.SortFunc(all, func(a, b victimFrame) int { return cmp.Compare(a.addr, b.addr) })
 	type known struct {
 		chain Chain
 		ok    bool
@@ -352,6 +340,30 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 		}
 	}
 	return live, chains, liveBytes, nil
+}
+
+// victimFrame is one frame of a victim file, as its relocation table
+// lists it.
+type victimFrame struct {
+	frameAt
+	pid uint64 // 0: unknown, read the frame's header
+	n   int
+}
+
+// victimFrames lists the victims' frames in address order.
+func (c *Collector) victimFrames(victims []manifest.FileMeta) ([]victimFrame, error) {
+	var all []victimFrame
+	for _, v := range victims {
+		frames, err := c.env.Files.Frames(v.ID)
+		if err != nil {
+			return nil, fmt.Errorf("gc: list frames of file %d: %w", v.ID, err)
+		}
+		for _, f := range frames {
+			all = append(all, victimFrame{frameAt{addr: f.Addr, file: v.ID}, f.PID, f.Len})
+		}
+	}
+	slices.SortFunc(all, func(a, b victimFrame) int { return cmp.Compare(a.addr, b.addr) })
+	return all, nil
 }
 
 // victimError is a victim frame that could not be read.
@@ -440,8 +452,16 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 		// next open removes the files the manifest no longer names.
 		return 0, fmt.Errorf("gc: after rewrite into file %d: %w", out, err)
 	}
+	c.countRewrite(info.Size, merges, victims, hasLive)
+	return c.deleteFiles(ids)
+}
+
+// countRewrite adds a committed rewrite to the counters: the bytes it
+// wrote, the chains it consolidated, the victims it rewrote (live frames
+// copied) or retired (none).
+func (c *Collector) countRewrite(size int64, merges []*merge, victims []manifest.FileMeta, hasLive map[manifest.FileID]bool) {
 	c.rewrites.Add(1)
-	c.written.Add(uint64(info.Size))
+	c.written.Add(uint64(size))
 	for _, m := range merges {
 		c.merged.Add(1)
 		c.mergedFrames.Add(uint64(len(m.chain)))
@@ -453,7 +473,6 @@ func (c *Collector) collect(st *manifest.Manifest, victims []manifest.FileMeta) 
 			c.retired.Add(1)
 		}
 	}
-	return c.deleteFiles(ids)
 }
 
 // retireEdit returns the victims' ids and the edit that retires them as
