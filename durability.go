@@ -6,11 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/bwkv/bwkv/checkpoint"
-	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/manifest"
-	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pool"
-	"github.com/bwkv/bwkv/recovery"
 	"github.com/bwkv/bwkv/wal"
 )
 
@@ -66,76 +63,4 @@ func (db *DB) walOptions() wal.Options {
 		Relaxed:       db.opts.Durability == DurabilityRelaxed,
 		FlushInterval: db.opts.FlushInterval,
 	}
-}
-
-// recover replays the log into the tree and undoes the losers (recovery
-// package doc). st is the manifest state: where the log is read from, and
-// how far it was durable at the last publish.
-func (db *DB) recover(exists bool, st *manifest.State) error {
-	from, frontier := wal.LSN(st.AnalysisStart), wal.LSN(st.Frontier)
-	if !exists {
-		w, err := wal.Open(db.walOptions(), 0)
-		if err != nil {
-			return fmt.Errorf("bwkv: open %s: %w", db.dir, err)
-		}
-		db.wal = w
-		return nil
-	}
-	db.recovering.Store(true)
-	defer db.recovering.Store(false)
-	ro := recovery.Options{
-		WAL: db.walOptions(), From: from, Frontier: frontier, Synced: wal.LSN(st.LogSynced),
-		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,
-		Hook:            db.hooks.recovery, ReadOnly: db.opts.ReadOnly,
-	}
-	w, res, err := recovery.Run(ro, redoer{db})
-	if err != nil {
-		return db.openErr(err)
-	}
-	if res.Damage != nil {
-		db.recovery.DroppedBytes = uint64(res.DroppedBytes)
-		db.recovery.Damage = res.Damage.Error()
-		db.log.Error("bwkv: damaged log truncated (WALRecoveryTruncateDamaged): commits after the damage are lost",
-			"damage", db.recovery.Damage, "keptUpTo", uint64(res.End), "droppedBytes", res.DroppedBytes)
-		db.logEnd, db.logCut = res.End, true
-	}
-	db.wal = w
-	db.mv.AdvanceTo(res.MaxTxID)
-	db.mv.RetireAll()
-	db.recovery.RecordsReplayed = uint64(res.RecordsReplayed)
-	db.recovery.LosersUndone = uint64(res.LosersUndone)
-	db.recovery.CLRsWritten = uint64(res.CLRsWritten)
-	db.recovery.TornBytes = uint64(res.TornBytes)
-	db.recovery.Duration = res.Duration
-	return nil
-}
-
-// redoer installs replayed versions in the tree.
-type redoer struct{ db *DB }
-
-// Redo implements recovery.Applier.
-func (r redoer) Redo(lsn wal.LSN, rec *wal.Record) error {
-	var flags delta.Flags
-	val := rec.Value
-	switch rec.Type {
-	case wal.Put, wal.Update:
-	case wal.Delete:
-		flags, val = delta.Tombstone, nil
-	case wal.CLR:
-		flags = delta.CLR
-		if rec.Tombstone {
-			flags |= delta.Tombstone
-		}
-	default:
-		return nil
-	}
-	txid, seq := uint64(rec.TxID), rec.Seq
-	return r.db.tree.Write(rec.Key, func(p *node.Page) (*delta.Delta, error) {
-		if p.Has(rec.Key, txid, seq) {
-			return nil, nil
-		}
-		d := delta.New(rec.Key, val, txid, seq, flags)
-		d.LSN = uint64(lsn)
-		return d, nil
-	})
 }
