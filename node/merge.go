@@ -192,11 +192,7 @@ func (p *Page) mergedVisible(lo, hi []byte, vis Visibility, scratch []ver, fn fu
 	p.mergedRun(lo, hi, scratch[:0], func(key []byte, vs []ver) {
 		mask.reset()
 		for _, v := range vs {
-			if v.flags&delta.CLR != 0 {
-				mask.add(v.txid)
-				continue
-			}
-			if mask.has(v.txid) || !vis.Visible(v.txid) {
+			if mask.hides(v.txid, v.flags) || !vis.Visible(v.txid) {
 				continue
 			}
 			if v.flags&delta.Tombstone == 0 {
@@ -412,9 +408,7 @@ func (p *Page) baseVisible(lo, hi []byte, vis Visibility, mask *maskSet, ovs []O
 			e := b.At(i)
 			switch {
 			case done:
-			case e.Flags&delta.CLR != 0:
-				mask.add(e.TxID)
-			case mask.has(e.TxID) || !vis.Visible(e.TxID):
+			case mask.hides(e.TxID, e.Flags) || !vis.Visible(e.TxID):
 			default:
 				if e.Flags&delta.Tombstone == 0 {
 					fn(key, e.Value)

@@ -103,6 +103,29 @@ func (m *maskSet) has(t uint64) bool {
 
 func (m *maskSet) reset() { m.n = 0; m.more = m.more[:0] }
 
+// hides applies one version of the key, newest first, to the set: a CLR
+// joins it and is itself no version a reader sees; a version of a txid a
+// newer CLR compensated is masked. It reports whether the version is
+// hidden either way.
+func (m *maskSet) hides(txid uint64, flags delta.Flags) bool {
+	if flags&delta.CLR == 0 && m.n == 0 {
+		return false // the common case, inlined
+	}
+	return m.hidesSlow(txid, flags)
+}
+
+// hidesSlow is hides for a CLR or a non-empty set. Not inlined, so that
+// hides is.
+//
+//go:noinline
+func (m *maskSet) hidesSlow(txid uint64, flags delta.Flags) bool {
+	if flags&delta.CLR != 0 {
+		m.add(txid)
+		return true
+	}
+	return m.has(txid)
+}
+
 // Get returns the value of the newest version of key visible under vis.
 // found is false when no version is visible or the visible one is a
 // tombstone. The returned slice aliases immutable page memory: copy it
@@ -117,14 +140,7 @@ func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 		if !bytes.Equal(d.Key, key) {
 			continue
 		}
-		if d.Flags&delta.CLR != 0 {
-			mask.add(d.TxID)
-			continue
-		}
-		if mask.n > 0 && mask.has(d.TxID) {
-			continue
-		}
-		if !vis.Visible(d.TxID) {
+		if mask.hides(d.TxID, d.Flags) || !vis.Visible(d.TxID) {
 			continue
 		}
 		return d.Value, d.Flags&delta.Tombstone == 0
@@ -135,14 +151,7 @@ func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 			break
 		}
 		e := b.At(i)
-		if e.Flags&delta.CLR != 0 {
-			mask.add(e.TxID)
-			continue
-		}
-		if mask.n > 0 && mask.has(e.TxID) {
-			continue
-		}
-		if !vis.Visible(e.TxID) {
+		if mask.hides(e.TxID, e.Flags) || !vis.Visible(e.TxID) {
 			continue
 		}
 		return e.Value, e.Flags&delta.Tombstone == 0
@@ -170,11 +179,7 @@ func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 		if !bytes.Equal(d.Key, key) {
 			continue
 		}
-		if d.Flags&delta.CLR != 0 {
-			mask.add(d.TxID)
-			continue
-		}
-		if mask.has(d.TxID) {
+		if mask.hides(d.TxID, d.Flags) {
 			continue
 		}
 		if !fn(Version{d.TxID, d.Seq, d.Flags, d.Value}) {
@@ -187,11 +192,7 @@ func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 			return
 		}
 		e := b.At(i)
-		if e.Flags&delta.CLR != 0 {
-			mask.add(e.TxID)
-			continue
-		}
-		if mask.has(e.TxID) {
+		if mask.hides(e.TxID, e.Flags) {
 			continue
 		}
 		if !fn(Version{e.TxID, e.Seq, e.Flags, e.Value}) {
