@@ -192,10 +192,12 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		tx.leaveLog() // a leader gathering now would wait for this one in vain
 		res := mvcc.WaitFor(tx.ctx, tx.st, holder, deadline)
 		tx.mu.Lock()
-		tx.joinLog()
 		if err := tx.usable(); err != nil {
 			return err
 		}
+		// Only a txn still usable joins again: one ended meanwhile (the
+		// too-old abort) has left for good.
+		tx.joinLog()
 		switch res {
 		case mvcc.WaitEnded:
 			continue // on its rollback proceed; on its commit the check now fails
