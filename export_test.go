@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/cache"
+	"github.com/bwkv/bwkv/gc"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/tree"
@@ -118,6 +119,16 @@ func CollectGarbage(db *DB) error {
 	}
 	return errors.New("bwkv: GC still due after 100 rounds")
 }
+
+// GCVictims returns how many data files the GC's policy would take as
+// victims now (gc.Choose over the manifest's files).
+func GCVictims(db *DB) int {
+	files, _, _ := db.man.Files()
+	return len(gc.Choose(files, db.gc.policy, nil))
+}
+
+// GCDue reports whether a GC round is due.
+func GCDue(db *DB) bool { return db.gc.worker.Due() }
 
 // EvictAll evicts every leaf of db it can, as the cache's evictor would
 // (a leaf becomes a stub, then is dropped), so that the next touch of a

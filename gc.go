@@ -34,6 +34,7 @@ const (
 type gcState struct {
 	ledger *gc.Ledger
 	worker *gc.Worker // the round driver, run by the checkpointer's loop
+	policy gc.Policy  // the collector's victim policy (tests read it)
 }
 
 // initGC sets up the ledger and the collector (Open, before recovery:
@@ -43,6 +44,13 @@ func (db *DB) initGC() {
 		return
 	}
 	g := &db.gc
+	g.policy = gc.Policy{
+		LiveRatio:  db.opts.GCLiveRatio,
+		SpaceAmp:   db.opts.GCSpaceAmp,
+		RoundBytes: 4 * max(db.opts.CheckpointBytes, db.opts.DataFileBytes),
+		FileBytes:  db.opts.DataFileBytes,
+		MergeSmall: gcMergeSmall,
+	}
 	g.ledger = gc.NewLedger(func(pid, head uint64) (gc.Chain, error) {
 		return db.readChain(pagetable.PID(pid), head, nil)
 	})
@@ -62,13 +70,7 @@ func (db *DB) initGC() {
 		Compressor:    db.newCompressor(),
 		NoConsolidate: db.hooks.gcNoConsolidate,
 		LoadRoot:      db.gcLoadRoot,
-	}, gc.Policy{
-		LiveRatio:  db.opts.GCLiveRatio,
-		SpaceAmp:   db.opts.GCSpaceAmp,
-		RoundBytes: 4 * max(db.opts.CheckpointBytes, db.opts.DataFileBytes),
-		FileBytes:  db.opts.DataFileBytes,
-		MergeSmall: gcMergeSmall,
-	})
+	}, g.policy)
 	g.worker = gc.NewWorker(coll, gc.WorkerEnv{
 		Skip:            func() bool { return db.readOnly.Load() || db.hooks.gcPaused.Load() },
 		RoundDone:       db.gcRoundDone,

@@ -121,6 +121,12 @@ func TestGCSteadyUpdates(t *testing.T) {
 	if st.BackgroundErrors != 0 {
 		t.Fatalf("%d background errors", st.BackgroundErrors)
 	}
+	// Settled, the GC stops only once no file is a victim: the data
+	// files' accounted amplification is then within GCSpaceAmp (a file
+	// at least MaxVictimRatio live is below it anyway).
+	if want := gcOpts().EnsureDefaults().GCSpaceAmp; want == 0 || st.GC.SpaceAmplification > want {
+		t.Fatalf("settled GC space amplification %.2f, want <= GCSpaceAmp %.2f", st.GC.SpaceAmplification, want)
+	}
 	data, total := dataDirSize(t, dir)
 	live := st.GC.LiveBytes
 	amp := float64(total) / float64(live)
@@ -524,4 +530,44 @@ func TestCheckpointNoStateCopy(t *testing.T) {
 	if n := db.ManifestStateCopies(); n != 0 {
 		t.Fatalf("%d whole-state copies of the manifest during checkpoints and GC rounds", n)
 	}
+}
+
+// TestGCDueWhileVictims: a round that leaves victims behind (its byte
+// budget ended before them, or its consolidations made other files
+// victims) keeps the GC due, so a quiet database still settles. The GC
+// is paused while junk builds up to many rounds' worth; then every round
+// that says nothing more is due must leave no victim.
+func TestGCDueWhileVictims(t *testing.T) {
+	db, err := bwkv.Open(t.TempDir(), bwkv.WithTestGCPaused(gcOpts()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	latest := map[string]string{}
+	steadyUpdates(t, db, 2000, 16000, 200, 1, latest)
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	before := bwkv.GCVictims(db)
+	if before < 6 {
+		t.Fatalf("%d victims after the paused run, want many rounds' worth", before)
+	}
+	db.SetTestGCPaused(false)
+	for i := 0; ; i++ {
+		if i == 300 { // a round's budget retires about 3 dead files here
+			t.Fatalf("GC still due after %d rounds", i)
+		}
+		if err := db.Checkpoint(); err != nil { // runs one round
+			t.Fatal(err)
+		}
+		if bwkv.GCDue(db) {
+			continue
+		}
+		if n := bwkv.GCVictims(db); n > 0 {
+			t.Fatalf("after round %d the GC is not due, yet %d files are victims (%d before)", i+1, n, before)
+		}
+		t.Logf("%d victims settled in %d rounds; %+v", before, i+1, db.Stats().GC)
+		break
+	}
+	checkLatest(t, db, latest)
 }

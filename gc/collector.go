@@ -191,7 +191,6 @@ func (c *Collector) Round() (more bool, err error) {
 		}
 		more = left > 0
 	}
-	var read int64
 	for i, batch := range Batches(victims, c.policy) {
 		select {
 		case <-c.env.Stop:
@@ -206,12 +205,17 @@ func (c *Collector) Round() (more bool, err error) {
 			return more, err
 		}
 		more = more || left > 0
-		for _, v := range batch {
-			read += v.Total
-		}
 	}
-	// The budget was spent: another round may find more.
-	more = more || (len(victims) > 0 && read >= c.policy.RoundBytes)
+	// Another round is due while the policy still finds victims: the
+	// budget may have ended this one before a victim that did not fit,
+	// and a consolidating rewrite charges the superseded frames of its
+	// pages to files that were not victims, so the space amplification
+	// can still be above SpaceAmp. Each rewrite only removes frames, so
+	// the rounds converge.
+	if !more && len(victims) > 0 {
+		files, _, _ := st.Files()
+		more = len(Choose(files, c.policy, func(id manifest.FileID) bool { return c.skip[id] })) > 0
+	}
 	return more, nil
 }
 
