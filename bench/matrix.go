@@ -58,15 +58,60 @@ type MatrixOptions struct {
 	ValueThresh int
 	Exe         string // the kvbench binary the children run (default: this one)
 	Progress    bool
+	// Cases are the plan's cross products. Nil: the plan is the one
+	// cross product of Workloads, Threads and Profiles at PrefillKeys,
+	// Durability and CacheBytes.
+	Cases []MatrixCase
+}
+
+// MatrixCase is one cross product of a plan: workloads x threads x
+// profiles, at one prefill, durability and cache budget.
+type MatrixCase struct {
+	Name        string // what the case measures, for the plan's listing
+	Workloads   []string
+	Threads     []int
+	Profiles    []Profile
+	PrefillKeys int
+	Durability  string
+	CacheBytes  int64 // 0: MatrixOptions.CacheBytes (--cache-bytes)
 }
 
 // MatrixRun is one child run of the plan.
 type MatrixRun struct {
-	Repeat   int
-	Engine   string
-	Workload string
-	Threads  int
-	Profile  Profile
+	Repeat      int
+	Engine      string
+	Workload    string
+	Threads     int
+	Profile     Profile
+	Durability  string
+	PrefillKeys int
+	CacheBytes  int64
+}
+
+// Dir is the run's database directory name under MatrixOptions.Path. It
+// names every field that tells two runs of a plan apart, so the runs of a
+// suite never share a directory.
+func (m MatrixRun) Dir() string {
+	return fmt.Sprintf("r%d-%s-t%d-%d_%d-%s-n%d-c%s-%s", m.Repeat, m.Workload, m.Threads,
+		m.Profile.KeySize, m.Profile.ValueSize, m.Durability, m.PrefillKeys, sizeTag(m.CacheBytes), m.Engine)
+}
+
+// sizeTag writes n in MiB ("256MiB") when it is a whole number of MiB,
+// else in bytes: one spelling per value.
+func sizeTag(n int64) string {
+	if n != 0 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + "MiB"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// cases are the plan's cross products: o.Cases, or the one the flags give.
+func (o *MatrixOptions) cases() []MatrixCase {
+	if len(o.Cases) > 0 {
+		return o.Cases
+	}
+	return []MatrixCase{{Workloads: o.Workloads, Threads: o.Threads, Profiles: o.Profiles,
+		PrefillKeys: o.PrefillKeys, Durability: o.Durability, CacheBytes: o.CacheBytes}}
 }
 
 // Rotate returns engines rotated left by r (the order of repeat r).
@@ -82,17 +127,25 @@ func Rotate(engines []string, r int) []string {
 	return out
 }
 
-// Plan lists the runs in execution order: repeat, then profile, threads
-// and workload, then the engines in the repeat's rotated order.
+// Plan lists the runs in execution order: repeat, then case, profile,
+// threads and workload, then the engines in the repeat's rotated order.
+// Each run carries its case's durability, prefill and cache budget.
 func (o *MatrixOptions) Plan() []MatrixRun {
 	var plan []MatrixRun
 	for r := 0; r < o.Repeats; r++ {
 		order := Rotate(o.Engines, r)
-		for _, p := range o.Profiles {
-			for _, t := range o.Threads {
-				for _, w := range o.Workloads {
-					for _, e := range order {
-						plan = append(plan, MatrixRun{Repeat: r, Engine: e, Workload: w, Threads: t, Profile: p})
+		for _, c := range o.cases() {
+			cache := c.CacheBytes
+			if cache == 0 {
+				cache = o.CacheBytes
+			}
+			for _, p := range c.Profiles {
+				for _, t := range c.Threads {
+					for _, w := range c.Workloads {
+						for _, e := range order {
+							plan = append(plan, MatrixRun{Repeat: r, Engine: e, Workload: w, Threads: t, Profile: p,
+								Durability: c.Durability, PrefillKeys: c.PrefillKeys, CacheBytes: cache})
+						}
 					}
 				}
 			}
@@ -108,10 +161,10 @@ func (o *MatrixOptions) childArgs(m MatrixRun, dir string) []string {
 		"--engine", m.Engine, "--workload", m.Workload,
 		"--threads", strconv.Itoa(m.Threads),
 		"--key-size", strconv.Itoa(m.Profile.KeySize), "--value-size", strconv.Itoa(m.Profile.ValueSize),
-		"--prefill-keys", strconv.Itoa(o.PrefillKeys),
+		"--prefill-keys", strconv.Itoa(m.PrefillKeys),
 		"--warmup-secs", strconv.Itoa(o.WarmupSecs), "--measure-secs", strconv.Itoa(o.MeasureSecs),
-		"--read-path", o.ReadPath, "--durability", o.Durability,
-		"--cache-bytes", strconv.FormatInt(o.CacheBytes, 10),
+		"--read-path", o.ReadPath, "--durability", m.Durability,
+		"--cache-bytes", strconv.FormatInt(m.CacheBytes, 10),
 		"--value-threshold", strconv.Itoa(o.ValueThresh),
 		"--repeat", strconv.Itoa(m.Repeat),
 		"--result-file", o.ResultFile,
@@ -141,8 +194,7 @@ func Matrix(o MatrixOptions, out io.Writer) error {
 	var failures []error
 	start := time.Now()
 	for i, m := range plan {
-		dir := filepath.Join(o.Path, fmt.Sprintf("r%d-%s-t%d-%d_%d-%s", m.Repeat, m.Workload, m.Threads,
-			m.Profile.KeySize, m.Profile.ValueSize, m.Engine))
+		dir := filepath.Join(o.Path, m.Dir())
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}
@@ -161,7 +213,8 @@ func Matrix(o MatrixOptions, out io.Writer) error {
 			fmt.Fprintf(out, "[%d/%d %s] %s\n", i+1, len(plan), time.Since(start).Round(time.Second), sc.Text())
 		}
 		if err := cmd.Wait(); err != nil {
-			failures = append(failures, fmt.Errorf("%s %s t%d r%d: %w", m.Engine, m.Workload, m.Threads, m.Repeat, err))
+			failures = append(failures, fmt.Errorf("%s %s t%d %s n%d r%d: %w", m.Engine, m.Workload, m.Threads,
+				m.Durability, m.PrefillKeys, m.Repeat, err))
 			fmt.Fprintf(out, "[%d/%d] FAILED: %s %s\n", i+1, len(plan), o.Exe, strings.Join(args, " "))
 		}
 		os.RemoveAll(dir) // a child killed mid-run leaves its directory
