@@ -58,7 +58,7 @@ type MatrixOptions struct {
 	ValueThresh int
 	Exe         string // the kvbench binary the children run (default: this one)
 	Progress    bool
-	// Cases are the plan's cross products. Nil: the plan is the one
+	// Cases are a suite's cross products (Suite). Nil: the plan is the one
 	// cross product of Workloads, Threads and Profiles at PrefillKeys,
 	// Durability and CacheBytes.
 	Cases []MatrixCase
@@ -103,6 +103,37 @@ func sizeTag(n int64) string {
 		return strconv.FormatInt(n>>20, 10) + "MiB"
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// SuiteNames lists the names `kvbench matrix --suite` accepts.
+func SuiteNames() []string { return []string{"full"} }
+
+// Suite returns the cases of the named suite; an unknown name is an error
+// that lists the valid ones.
+func Suite(name string) ([]MatrixCase, error) {
+	switch name {
+	case "full":
+		return fullSuite(), nil
+	}
+	return nil, fmt.Errorf("unknown suite %q (valid: %s)", name, strings.Join(SuiteNames(), ", "))
+}
+
+// fullSuite is the perf issue's case list (bench/README.md, "kvbench
+// matrix --suite full"): the standard matrix relaxed and durable, durable
+// W4 at 2 and 16 threads, and a data set 8x the cache budget.
+func fullSuite() []MatrixCase {
+	all := []string{"W1", "W2", "W2y", "W3", "W4", "W5", "W6"}
+	p2 := []Profile{{32, 1024}} // P2
+	return []MatrixCase{
+		{Name: "standard, relaxed", Workloads: all, Threads: []int{1, 2}, Profiles: p2,
+			PrefillKeys: 200000, Durability: "relaxed"},
+		{Name: "standard, durable", Workloads: all, Threads: []int{1, 2}, Profiles: p2,
+			PrefillKeys: 200000, Durability: "durable"},
+		{Name: "durable W4, group commit", Workloads: []string{"W4"}, Threads: []int{2, 16}, Profiles: p2,
+			PrefillKeys: 100000, Durability: "durable"},
+		{Name: "larger than the cache", Workloads: []string{"W1", "W4", "W6"}, Threads: []int{2}, Profiles: p2,
+			PrefillKeys: 2000000, Durability: "relaxed", CacheBytes: 256 << 20},
+	}
 }
 
 // cases are the plan's cross products: o.Cases, or the one the flags give.
@@ -152,6 +183,24 @@ func (o *MatrixOptions) Plan() []MatrixRun {
 		}
 	}
 	return plan
+}
+
+// Rough costs of a run beside its warm-up and measure phases, for
+// Estimate: the prefill rate (200k P2 keys take 1.5 to 6 s in results/)
+// and process start, settle and close.
+const (
+	estPrefillKeysPerSec = 50000
+	estRunOverheadSecs   = 2
+)
+
+// Estimate is a rough duration of plan: per run the warm-up and measure
+// seconds, the prefill at ~50k keys/s and ~2 s of start, settle and close.
+func (o *MatrixOptions) Estimate(plan []MatrixRun) time.Duration {
+	var secs float64
+	for _, m := range plan {
+		secs += float64(o.WarmupSecs+o.MeasureSecs+estRunOverheadSecs) + float64(m.PrefillKeys)/estPrefillKeysPerSec
+	}
+	return time.Duration(secs * float64(time.Second)).Round(time.Second)
 }
 
 // childArgs are the `kvbench run` arguments of one run.

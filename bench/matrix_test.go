@@ -2,8 +2,11 @@ package bench
 
 import (
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // defaultOptions are kvbench matrix's flag defaults.
@@ -49,9 +52,85 @@ func TestMatrixDefaultPlanUnchanged(t *testing.T) {
 	}
 }
 
-// TestMatrixDirsUnique: no two runs of a plan share a directory.
+// caseID is what a suite case fixes, as a comparable string.
+func caseID(m MatrixRun) string {
+	return strings.Join([]string{m.Workload, "t" + itoa(m.Threads), itoa(m.Profile.KeySize) + "/" + itoa(m.Profile.ValueSize),
+		m.Durability, "n" + itoa(m.PrefillKeys), "c" + sizeTag(m.CacheBytes)}, " ")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestSuiteFullPlan: --suite full is exactly the cases, each with
+// every engine once per repeat, and each child gets its own durability,
+// prefill and cache budget.
+func TestSuiteFullPlan(t *testing.T) {
+	cases, err := Suite("full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOptions()
+	o.Repeats, o.Cases, o.CacheBytes = 1, cases, 64<<20 // --cache-bytes: the cases that do not pin one
+	want := map[string]bool{}
+	for _, d := range []string{"relaxed", "durable"} {
+		for _, th := range []int{1, 2} {
+			for _, w := range []string{"W1", "W2", "W2y", "W3", "W4", "W5", "W6"} {
+				want[caseID(MatrixRun{Workload: w, Threads: th, Profile: Profile{32, 1024}, Durability: d,
+					PrefillKeys: 200000, CacheBytes: 64 << 20})] = true
+			}
+		}
+	}
+	for _, th := range []int{2, 16} {
+		want[caseID(MatrixRun{Workload: "W4", Threads: th, Profile: Profile{32, 1024}, Durability: "durable",
+			PrefillKeys: 100000, CacheBytes: 64 << 20})] = true
+	}
+	for _, w := range []string{"W1", "W4", "W6"} {
+		want[caseID(MatrixRun{Workload: w, Threads: 2, Profile: Profile{32, 1024}, Durability: "relaxed",
+			PrefillKeys: 2000000, CacheBytes: 256 << 20})] = true
+	}
+	if len(want) != 33 {
+		t.Fatalf("the issue's list has %d cases, want 33", len(want))
+	}
+	plan := o.Plan()
+	if len(plan) != 33*4 {
+		t.Fatalf("plan has %d runs, want 33 cases x 4 engines = 132", len(plan))
+	}
+	engines := map[string][]string{}
+	for _, m := range plan {
+		id := caseID(m)
+		if !want[id] {
+			t.Errorf("unexpected case %s", id)
+		}
+		engines[id] = append(engines[id], m.Engine)
+		args := strings.Join(o.childArgs(m, "/d"), " ")
+		for _, a := range []string{"--durability " + m.Durability + " ", "--prefill-keys " + itoa(m.PrefillKeys) + " ",
+			"--cache-bytes " + strconv.FormatInt(m.CacheBytes, 10) + " ", "--workload " + m.Workload + " ", "--threads " + itoa(m.Threads) + " "} {
+			if !strings.Contains(args, a) {
+				t.Errorf("%s: child args lack %q: %s", id, a, args)
+			}
+		}
+	}
+	for id, es := range engines {
+		slices.Sort(es)
+		if strings.Join(es, ",") != "badger,bbolt,bwkv,pebble" {
+			t.Errorf("%s: engines %v", id, es)
+		}
+	}
+	if len(engines) != 33 {
+		t.Errorf("%d distinct cases in the plan, want 33", len(engines))
+	}
+	if _, err := Suite("nope"); err == nil || !strings.Contains(err.Error(), "full") {
+		t.Errorf("unknown suite: %v", err)
+	}
+}
+
+// TestMatrixDirsUnique: no two runs of the full suite (3 repeats) or of
+// the default plan share a directory.
 func TestMatrixDirsUnique(t *testing.T) {
-	for _, o := range []MatrixOptions{defaultOptions()} {
+	cases, _ := Suite("full")
+	full := defaultOptions()
+	full.Repeats, full.Cases = 3, cases
+	def := defaultOptions()
+	for _, o := range []MatrixOptions{full, def} {
 		seen := map[string]MatrixRun{}
 		for _, m := range o.Plan() {
 			if prev, ok := seen[m.Dir()]; ok {
@@ -69,5 +148,17 @@ func TestMatrixDirsUnique(t *testing.T) {
 		if a.Dir() == b.Dir() {
 			t.Errorf("%+v and %+v share %s", a, b, a.Dir())
 		}
+	}
+}
+
+// TestMatrixEstimate: runs x (warm-up + measure + overhead) + prefill at
+// the assumed rate.
+func TestMatrixEstimate(t *testing.T) {
+	o := MatrixOptions{WarmupSecs: 3, MeasureSecs: 20}
+	plan := []MatrixRun{{PrefillKeys: 200000}, {PrefillKeys: 2000000}}
+	want := time.Duration(2*(3+20+estRunOverheadSecs))*time.Second +
+		time.Duration(2200000/estPrefillKeysPerSec)*time.Second
+	if got := o.Estimate(plan); got != want {
+		t.Fatalf("estimate %v, want %v", got, want)
 	}
 }
