@@ -127,12 +127,41 @@ func splitList(s string) []string {
 }
 
 func cmdMatrix(args []string) error {
+	o, rc, suite, err := parseMatrix(args)
+	if err != nil {
+		return err
+	}
+	plan := o.Plan()
+	if suite != "" {
+		for _, c := range o.Cases {
+			fmt.Fprintf(os.Stderr, "kvbench matrix: suite %s: %s: %s, threads %v, %s, %d keys\n",
+				suite, c.Name, strings.Join(c.Workloads, ","), c.Threads, c.Durability, c.PrefillKeys)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "kvbench matrix: %d runs, estimated %v (warm-up %d s + measure %d s + prefill per run); results appended to %s\n",
+		len(plan), o.Estimate(plan), o.WarmupSecs, o.MeasureSecs, o.ResultFile)
+	merr := bench.Matrix(o, os.Stdout)
+	rerr := writeReport([]string{o.ResultFile}, o.OutDir, rc)
+	return errors.Join(merr, rerr)
+}
+
+// suiteFixed are the matrix flags a suite's cases set: giving one with
+// --suite is an error, not silently ignored.
+func suiteFixed() []string {
+	return []string{"workloads", "threads", "durability", "prefill-keys", "profiles"}
+}
+
+// parseMatrix turns the matrix flags into options, the report config and
+// the suite name ("" without --suite).
+func parseMatrix(args []string) (bench.MatrixOptions, reportConfig, string, error) {
 	fs := newFlags("matrix")
 	engines := fs.String("engines", strings.Join(bench.PeerEngines(), ","), "engines, comma-separated")
 	var wls []string
 	for _, w := range bench.Workloads {
 		wls = append(wls, w.ID)
 	}
+	suite := fs.String("suite", "", "a predefined set of cases ("+strings.Join(bench.SuiteNames(), ", ")+
+		"; see bench/README.md) instead of --workloads, --threads, --profiles, --prefill-keys and --durability")
 	workloads := fs.String("workloads", strings.Join(wls, ","), "workloads, comma-separated")
 	threads := fs.String("threads", "1,2", "thread counts, comma-separated")
 	profiles := fs.String("profiles", "P2", "profiles (P1..P4 or KEY/VALUE), comma-separated")
@@ -146,48 +175,80 @@ func cmdMatrix(args []string) error {
 	fs.StringVar(&o.Path, "path", "", "base directory for the runs' databases (required)")
 	fs.StringVar(&o.ResultFile, "result-file", "matrix_results.csv", "CSV file the rows are appended to")
 	fs.StringVar(&o.OutDir, "out", "kvbench-report", "directory for report.md and chart.png")
-	fs.Int64Var(&o.CacheBytes, "cache-bytes", 256<<20, "cache budget of every engine")
+	fs.Int64Var(&o.CacheBytes, "cache-bytes", 256<<20, "cache budget of every engine (with --suite: of the cases that do not pin their own)")
 	fs.IntVar(&o.ValueThresh, "value-threshold", 8192, "value-separation threshold")
 	fs.BoolVar(&o.Progress, "progress", bench.ProgressAuto(), "progress bar on stderr")
 	ro := reportFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, reportConfig{}, "", err
 	}
 	if o.Path == "" {
-		return errors.New("--path is required")
+		return o, reportConfig{}, "", errors.New("--path is required")
 	}
-	o.Engines, o.Workloads = splitList(*engines), splitList(*workloads)
+	o.Engines = splitList(*engines)
+	for _, e := range o.Engines {
+		if !contains(bench.Engines(), e) {
+			return o, reportConfig{}, "", fmt.Errorf("unknown engine %q (compiled in: %s)", e, strings.Join(bench.Engines(), ", "))
+		}
+	}
+	var err error
+	if *suite != "" {
+		err = useSuite(fs, &o, *suite)
+	} else {
+		err = parseCross(&o, *workloads, *threads, *profiles)
+	}
+	if err != nil {
+		return o, reportConfig{}, "", err
+	}
+	if abs, err := filepath.Abs(o.ResultFile); err == nil {
+		o.ResultFile = abs
+	}
+	return o, ro.get(), *suite, nil
+}
+
+// useSuite sets o.Cases to the named suite's, refusing the flags the
+// suite sets.
+func useSuite(fs *flag.FlagSet, o *bench.MatrixOptions, name string) error {
+	var clash []string
+	fs.Visit(func(f *flag.Flag) {
+		if contains(suiteFixed(), f.Name) {
+			clash = append(clash, "--"+f.Name)
+		}
+	})
+	if len(clash) > 0 {
+		return fmt.Errorf("--suite %s sets the cases: drop %s (or run without --suite)", name, strings.Join(clash, ", "))
+	}
+	cases, err := bench.Suite(name)
+	if err != nil {
+		return fmt.Errorf("--suite: %w", err)
+	}
+	o.Cases = cases
+	return nil
+}
+
+// parseCross fills the one cross product of the flags (no --suite).
+func parseCross(o *bench.MatrixOptions, workloads, threads, profiles string) error {
+	o.Workloads = splitList(workloads)
 	for _, w := range o.Workloads {
 		if _, err := bench.LookupWorkload(w); err != nil {
 			return err
 		}
 	}
-	for _, t := range splitList(*threads) {
+	for _, t := range splitList(threads) {
 		n, err := strconv.Atoi(t)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("invalid --threads entry %q", t)
 		}
 		o.Threads = append(o.Threads, n)
 	}
-	for _, p := range splitList(*profiles) {
+	for _, p := range splitList(profiles) {
 		pr, err := bench.ParseProfile(p)
 		if err != nil {
 			return err
 		}
 		o.Profiles = append(o.Profiles, pr)
 	}
-	for _, e := range o.Engines {
-		if !contains(bench.Engines(), e) {
-			return fmt.Errorf("unknown engine %q (compiled in: %s)", e, strings.Join(bench.Engines(), ", "))
-		}
-	}
-	if abs, err := filepath.Abs(o.ResultFile); err == nil {
-		o.ResultFile = abs
-	}
-	fmt.Fprintf(os.Stderr, "kvbench matrix: %d runs; results appended to %s\n", len(o.Plan()), o.ResultFile)
-	merr := bench.Matrix(o, os.Stdout)
-	rerr := writeReport([]string{o.ResultFile}, o.OutDir, ro.get())
-	return errors.Join(merr, rerr)
+	return nil
 }
 
 func contains(xs []string, x string) bool {
