@@ -27,8 +27,7 @@ func WriteChart(path string, rows []Result, o ReportOptions) ([]string, error) {
 	agg := Aggregate(rows, o)
 	groups := map[string][]CaseKey{}
 	for k := range agg {
-		g := fmt.Sprintf("%d/%d n%d %s %s", k.KeySize, k.ValueSize, k.PrefillKeys, k.ReadPath, k.Durability)
-		groups[g] = append(groups[g], k)
+		groups[k.Group()] = append(groups[k.Group()], k)
 	}
 	var names []string
 	for g := range groups {

@@ -33,17 +33,41 @@ type CaseKey struct {
 	ReadPath     string
 	Durability   string
 	Distribution string
+	CacheBytes   int64 // the cache budget (0 in rows without the column)
 }
 
 func (k CaseKey) String() string {
-	return fmt.Sprintf("%s t%d %d/%d n%d %s %s", k.Workload, k.Threads, k.KeySize, k.ValueSize, k.PrefillKeys, k.ReadPath, k.Durability)
+	return fmt.Sprintf("%s t%d %s", k.Workload, k.Threads, k.Group())
 }
 
-// Label is the short label used on the chart's x axis.
+// Group is the case without its workload and threads: profile, prefill,
+// read path, durability and cache ("32/1024 n200000 snapshot relaxed
+// c256MiB"). The chart draws one figure per group.
+func (k CaseKey) Group() string {
+	g := fmt.Sprintf("%d/%d n%d %s %s", k.KeySize, k.ValueSize, k.PrefillKeys, k.ReadPath, k.Durability)
+	if k.CacheBytes != 0 {
+		g += " c" + sizeTag(k.CacheBytes)
+	}
+	return g
+}
+
+// Label is the short label used on the chart's x axis (within one group).
 func (k CaseKey) Label() string { return fmt.Sprintf("%s/t%d", k.Workload, k.Threads) }
 
 func keyOf(r *Result) CaseKey {
-	return CaseKey{r.WorkloadID, r.Threads, r.KeySize, r.ValueSize, r.PrefillKeys, r.ReadPath, r.Durability, r.Distribution}
+	return CaseKey{r.WorkloadID, r.Threads, r.KeySize, r.ValueSize, r.PrefillKeys, r.ReadPath, r.Durability,
+		r.Distribution, r.CacheBytes}
+}
+
+// oneGroup reports whether every key has the same Group: the short
+// labels (Label, the bare workload) then tell the cases apart.
+func oneGroup(keys []CaseKey) bool {
+	for _, k := range keys {
+		if k.Group() != keys[0].Group() {
+			return false
+		}
+	}
+	return true
 }
 
 func lessCase(a, b CaseKey) bool {
@@ -229,13 +253,21 @@ func Compare(agg map[CaseKey]map[string]*Stats, target, baseline string, o Repor
 		}
 		c.Cases = append(c.Cases, cc)
 	}
+	// One summary row per workload, or per workload and group when the
+	// rows hold several groups (a suite): relaxed and durable W4 are
+	// different questions.
+	short := oneGroup(keys)
 	var order []string
 	byW := map[string][]CaseComparison{}
 	for _, cc := range c.Cases {
-		if byW[cc.Key.Workload] == nil {
-			order = append(order, cc.Key.Workload)
+		name := cc.Key.Workload
+		if !short {
+			name += " " + cc.Key.Group()
 		}
-		byW[cc.Key.Workload] = append(byW[cc.Key.Workload], cc)
+		if byW[name] == nil {
+			order = append(order, name)
+		}
+		byW[name] = append(byW[name], cc)
 	}
 	for _, w := range order {
 		c.PerWorkload = append(c.PerWorkload, summarize(w, byW[w]))
@@ -410,7 +442,16 @@ func writeBestPeer(w io.Writer, bcs []BestPeerCase, target string) {
 	fmt.Fprintf(w, "Best peer = highest median ops (for ops) / lowest median p99 (for p99) among the baselines. Goal: issue 5's ops ratio over the best peer; p99 goal: no worse than the best peer. CV marks do not apply here: read the CVs in the tables above.\n\n")
 	fmt.Fprintf(w, "| case | %s ops | best peer (ops) | ops ratio | goal | %s p99 µs | best peer (p99) | p99 ratio |\n", target, target)
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
+	keys := make([]CaseKey, len(bcs))
+	for i, b := range bcs {
+		keys[i] = b.Key
+	}
+	short := oneGroup(keys)
 	for _, b := range bcs {
+		label := b.Key.String()
+		if short {
+			label = b.Key.Label()
+		}
 		goal := "—"
 		if b.Goal > 0 {
 			mark := "no"
@@ -424,7 +465,7 @@ func writeBestPeer(w io.Writer, bcs []BestPeerCase, target string) {
 			p99 = "ok"
 		}
 		fmt.Fprintf(w, "| %s | %.0f | %s %.0f | %.2fx | %s | %.1f | %s %.1f | %.2fx (%s) |\n",
-			b.Key.Label(), b.Target.MedOps, b.OpsPeer, b.PeerOps, b.OpsRatio, goal,
+			label, b.Target.MedOps, b.OpsPeer, b.PeerOps, b.OpsRatio, goal,
 			b.Target.MedP99, b.P99Peer, b.PeerP99, b.P99Ratio, p99)
 	}
 	fmt.Fprintln(w)

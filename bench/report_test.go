@@ -180,3 +180,60 @@ func TestBestPeers(t *testing.T) {
 		t.Errorf("best-peer table missing:\n%s", b.String())
 	}
 }
+
+// TestAggregateSeparatesCases: rows that differ only in durability,
+// prefill or cache budget are different cases, never one median, and the
+// report's tables tell them apart.
+func TestAggregateSeparatesCases(t *testing.T) {
+	base := func(e string, ops float64) Result {
+		r := row(e, "W4", 2, ops, 10)
+		r.CacheBytes = 256 << 20
+		return r
+	}
+	var rows []Result
+	for _, e := range []string{"bwkv", "pebble"} {
+		ops := 100.0
+		if e == "bwkv" {
+			ops = 200
+		}
+		rows = append(rows, base(e, ops))
+		d := base(e, ops/10)
+		d.Durability = "durable"
+		n := base(e, ops/2)
+		n.PrefillKeys = 100000
+		c := base(e, ops/4)
+		c.CacheBytes = 1 << 30
+		rows = append(rows, d, n, c)
+	}
+	o := DefaultReportOptions()
+	agg := Aggregate(rows, o)
+	if len(agg) != 4 {
+		t.Fatalf("%d cases, want 4 (relaxed, durable, 100k keys, 1 GiB cache)", len(agg))
+	}
+	for k, m := range agg {
+		if m["bwkv"].N != 1 || m["pebble"].N != 1 {
+			t.Errorf("%s: n %d/%d, want 1/1", k, m["bwkv"].N, m["pebble"].N)
+		}
+	}
+	var b strings.Builder
+	if err := WriteReport(&b, rows, o); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| W4 32/1024 n200000 snapshot relaxed c256MiB | 1/1 | 2.00x |",
+		"| W4 32/1024 n200000 snapshot durable c256MiB | 1/1 | 2.00x |",
+		"| W4 32/1024 n100000 snapshot relaxed c256MiB | 1/1 | 2.00x |",
+		"| W4 32/1024 n200000 snapshot relaxed c1024MiB | 1/1 | 2.00x |",
+		"| W4 t2 32/1024 n200000 snapshot durable c256MiB | 20 | pebble 10 |",
+		"| W4 t2 32/1024 n100000 snapshot relaxed c256MiB | bwkv | 1 | 100 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	files, err := WriteChart(filepath.Join(t.TempDir(), "c.png"), rows, o)
+	if err != nil || len(files) != 4 {
+		t.Fatalf("charts %v, %v: want one per group", files, err)
+	}
+}
