@@ -67,60 +67,11 @@ func writeChartGroup(path, title string, keys []CaseKey, agg map[CaseKey]map[str
 		labels[i] = k.Label()
 	}
 
-	panel := func(name, ylabel string, val func(*Stats) float64) (*plot.Plot, error) {
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s — %s (median of repeats)", name, title)
-		p.Y.Label.Text = ylabel
-		p.Legend.Top = true
-		width := vg.Points(float64(min(14, 60/max(1, len(engines)))))
-		for i, e := range engines {
-			vs := make(plotter.Values, len(keys))
-			for j, k := range keys {
-				if s := agg[k][e]; s != nil {
-					vs[j] = val(s)
-				}
-			}
-			bars, err := plotter.NewBarChart(vs, width)
-			if err != nil {
-				return nil, err
-			}
-			bars.Color = plotutil.Color(i)
-			bars.LineStyle.Width = 0
-			bars.Offset = vg.Length(float64(i)-float64(len(engines)-1)/2) * width
-			p.Add(bars)
-			p.Legend.Add(e, bars)
-		}
-		p.NominalX(labels...)
-		p.Add(plotter.NewGrid())
-		// Explicit ranges: the bars' offsets are in canvas units, so the
-		// automatic range would clip the outer bars; head room keeps the
-		// legend off the bars.
-		p.X.Min, p.X.Max = -0.5, float64(len(keys))-0.5
-		var top float64
-		for _, k := range keys {
-			for _, e := range engines {
-				if s := agg[k][e]; s != nil {
-					top = math.Max(top, val(s))
-				}
-			}
-		}
-		p.Y.Min, p.Y.Max = 0, math.Max(top*1.3, 1)
-		p.Y.Tick.Marker = siTicks{}
-		return p, nil
-	}
-	pOps, err := panel("throughput", "ops/s", func(s *Stats) float64 { return s.MedOps })
+	pn := chartPanel{title: title, keys: keys, engines: engines, labels: labels, agg: agg}
+	pOps, pP99, err := pn.panels(o)
 	if err != nil {
 		return err
 	}
-	p99Label := "p99 latency (µs, HDR)"
-	if o.P99 == "log2" {
-		p99Label = "p99 latency (µs, log2 bucket)"
-	}
-	pP99, err := panel("p99", p99Label, func(s *Stats) float64 { return s.MedP99 })
-	if err != nil {
-		return err
-	}
-
 	wd := vg.Length(max(640, 60*len(keys)*max(1, len(engines))/2))
 	ht := vg.Length(720)
 	var c interface {
@@ -150,6 +101,111 @@ func writeChartGroup(path, title string, keys []CaseKey, agg map[CaseKey]map[str
 		return err
 	}
 	return f.Close()
+}
+
+// chartPanel is what the panels of one chart share: its cases (x axis),
+// engines (one bar color each) and their stats.
+type chartPanel struct {
+	title   string
+	keys    []CaseKey
+	engines []string
+	labels  []string
+	agg     map[CaseKey]map[string]*Stats
+}
+
+// panels are the chart's two panels: median ops/s on a linear axis and
+// median p99 on a log-scale one.
+func (c chartPanel) panels(o ReportOptions) (ops, p99 *plot.Plot, err error) {
+	ops, err = c.bars("throughput", "ops/s", func(s *Stats) float64 { return s.MedOps }, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	p99Label := "p99 latency (µs, HDR, log scale)"
+	if o.P99 == "log2" {
+		p99Label = "p99 latency (µs, log2 bucket, log scale)"
+	}
+	p99, err = c.bars("p99", p99Label, func(s *Stats) float64 { return s.MedP99 }, true)
+	return ops, p99, err
+}
+
+// bars draws one panel: a bar per case and engine of val. With logY the
+// value axis is log-scale, as for p99s, which span decades within one
+// chart (a cached read against an fsync); the bars rise from the axis
+// bottom.
+func (c chartPanel) bars(name, ylabel string, val func(*Stats) float64, logY bool) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s — %s (median of repeats)", name, c.title)
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	width := vg.Points(float64(min(14, 60/max(1, len(c.engines)))))
+	lo, hi := math.Inf(1), 0.0
+	for i, e := range c.engines {
+		vs := make(plotter.Values, len(c.keys))
+		for j, k := range c.keys {
+			if s := c.agg[k][e]; s != nil {
+				vs[j] = val(s)
+			}
+			if vs[j] > 0 {
+				lo, hi = math.Min(lo, vs[j]), math.Max(hi, vs[j])
+			}
+		}
+		bars, err := plotter.NewBarChart(vs, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = plotutil.Color(i)
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(float64(i)-float64(len(c.engines)-1)/2) * width
+		p.Add(bars)
+		p.Legend.Add(e, bars)
+	}
+	p.NominalX(c.labels...)
+	p.Add(plotter.NewGrid())
+	// Explicit ranges: the bars' offsets are in canvas units, so the
+	// automatic range would clip the outer bars; head room keeps the
+	// legend off the bars.
+	p.X.Min, p.X.Max = -0.5, float64(len(c.keys))-0.5
+	if !logY {
+		p.Y.Min, p.Y.Max = 0, math.Max(hi*1.3, 1)
+		p.Y.Tick.Marker = siTicks{}
+		return p, nil
+	}
+	if hi == 0 {
+		lo, hi = 1, 1
+	}
+	p.Y.Scale = floorLogScale{}
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.Y.Max = hi * 4
+	p.Y.Tick.Marker = logTicks{}
+	return p, nil
+}
+
+// floorLogScale is a log scale on which a value at or below the axis
+// minimum (a bar's base, 0) sits at the bottom instead of panicking.
+type floorLogScale struct{}
+
+func (floorLogScale) Normalize(min, max, x float64) float64 {
+	return plot.LogScale{}.Normalize(min, max, math.Max(x, min))
+}
+
+// logTicks are gonum's log ticks (without the second tick it puts on each
+// power of ten), labelled at 1, 2 and 5 of each decade with SI suffixes.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range (plot.LogTicks{}).Ticks(lo, hi) {
+		if len(out) > 0 && t.Value == out[len(out)-1].Value {
+			continue
+		}
+		t.Label = ""
+		m := t.Value / math.Pow(10, math.Floor(math.Log10(t.Value)+1e-9))
+		if near := math.Round(m); math.Abs(m-near) < 1e-6 && (near == 1 || near == 2 || near == 5) {
+			t.Label = si(t.Value)
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // siTicks labels the default ticks with SI suffixes (250k, 1.5M).

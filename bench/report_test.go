@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 func row(engine, w string, threads int, ops, p99 float64) Result {
@@ -235,5 +237,45 @@ func TestAggregateSeparatesCases(t *testing.T) {
 	files, err := WriteChart(filepath.Join(t.TempDir(), "c.png"), rows, o)
 	if err != nil || len(files) != 4 {
 		t.Fatalf("charts %v, %v: want one per group", files, err)
+	}
+}
+
+// TestChartP99LogScale: the p99 panel is log-scale from the decade below
+// the smallest p99 (a zero p99, a missing bar, stays at the bottom), the
+// ops panel linear from 0.
+func TestChartP99LogScale(t *testing.T) {
+	rows := []Result{row("bwkv", "W1", 1, 300, 7), row("pebble", "W1", 1, 100, 4000), row("bbolt", "W1", 1, 100, 0)}
+	rows[2].P99 = 0
+	o := DefaultReportOptions()
+	agg := Aggregate(rows, o)
+	var keys []CaseKey
+	for k := range agg {
+		keys = append(keys, k)
+	}
+	pn := chartPanel{keys: keys, engines: []string{"bbolt", "bwkv", "pebble"}, labels: []string{"W1/t1"}, agg: agg}
+	ops, p99, err := pn.panels(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p99.Y.Scale.(floorLogScale); !ok || p99.Y.Min != 1 || p99.Y.Max != 16000 {
+		t.Fatalf("p99 axis %T [%v, %v], want log [1, 16000]", p99.Y.Scale, p99.Y.Min, p99.Y.Max)
+	}
+	if got := p99.Y.Scale.Normalize(1, 100, 0); got != 0 {
+		t.Fatalf("a zero bar base normalizes to %v, want 0 (the bottom)", got)
+	}
+	var labels []string
+	for _, tk := range p99.Y.Tick.Marker.Ticks(1, 16000) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "1 2 5 10 20 50 100 200 500 1k 2k 5k 10k 20k 50k 100k" {
+		t.Fatalf("p99 tick labels %q", got)
+	}
+	if _, ok := ops.Y.Scale.(plot.LinearScale); !ok || ops.Y.Min != 0 {
+		t.Fatalf("ops axis %T from %v, want linear from 0", ops.Y.Scale, ops.Y.Min)
+	}
+	if _, err := WriteChart(filepath.Join(t.TempDir(), "c.png"), rows, o); err != nil {
+		t.Fatal(err)
 	}
 }
