@@ -18,11 +18,12 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// WriteChart draws two panels, median ops/s and median p99 per case
-// (workload/threads) and engine, as grouped bars, into path (.png or .svg).
-// Rows of several profiles or read paths get one chart per group, the group
-// named in the title; the first group is written to path, the others next
-// to it with a suffix.
+// WriteChart draws two panels, median ops/s and median p99 (log scale) per
+// case (workload/threads) and engine, as grouped bars, into path (.png or
+// .svg). Rows of several groups (CaseKey.Group: profile, prefill, read
+// path, durability, cache) get one chart per group, the group named in the
+// title; the first group is written to path, the others next to it with a
+// suffix.
 func WriteChart(path string, rows []Result, o ReportOptions) ([]string, error) {
 	agg := Aggregate(rows, o)
 	groups := map[string][]CaseKey{}
