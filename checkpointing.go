@@ -96,6 +96,8 @@ func (db *DB) publish(g *generation.Gen) error {
 		Writing:       &db.writing,
 		Ledger:        db.gc.ledger,
 		Compressor:    db.newCompressor(),
+		Heat:          db.heat,
+		Idle:          db.idle.checkpointing,
 		BlobThreshold: db.opts.BlobThreshold,
 	}
 	ev := db.events()

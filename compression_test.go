@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 )
@@ -37,7 +38,10 @@ func TestCompressionCodecs(t *testing.T) {
 			dir := t.TempDir()
 			o := gcOpts()
 			o.Compression = c
-			db, err := bwkv.Open(dir, o)
+			// Every page is written again within a second here: no page
+			// counts as hot, so every frame is compressed (the hot pages'
+			// plain frames are TestCompressionHotPages').
+			db, err := bwkv.Open(dir, bwkv.WithTestHotAfter(o, -1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,5 +158,77 @@ func TestCompressionOptionsValidate(t *testing.T) {
 	ok := bwkv.Options{Compression: bwkv.CompressionZstd, ZstdLevel: 19}
 	if err := ok.Clone().EnsureDefaults().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCompressionHotPages: a page written again soon after its previous
+// checkpoint is hot, and its frames are stored plain (the next
+// checkpoint supersedes them); once the database goes quiet, the idle
+// settle rewrites those pages and they are stored compressed. Every
+// rewrite within the test is hot (an hour's window). Each key is written
+// DeltaChainMax+1 times in a row, so every page ends a round as a lone
+// base, which the settle's squash of delta chains leaves alone, and the
+// GC is paused: only the settle's rewrite of the plain pages can
+// compress them. Their live bytes with S2 must come out well below those
+// of CompressionNone.
+func TestCompressionHotPages(t *testing.T) {
+	const keys, rounds, valSize, chainMax = 1500, 2, 400, 4
+	live := map[bwkv.Compression]int64{}
+	for _, c := range []bwkv.Compression{bwkv.CompressionNone, bwkv.CompressionS2} {
+		t.Run(c.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			o := gcOpts()
+			o.Compression, o.DeltaChainMax = c, chainMax
+			o = bwkv.WithTestSettle(bwkv.WithTestGCPaused(bwkv.WithTestHotAfter(o, time.Hour)), 10*time.Millisecond, 50*time.Millisecond)
+			db, err := bwkv.Open(dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			rng := rand.New(rand.NewPCG(2, 2))
+			latest := map[string]string{}
+			for r := range rounds {
+				for i := range keys {
+					k := gcKey(i)
+					for range chainMax + 1 {
+						v := textValue(rng, r*keys+i, valSize)
+						if err := db.Put([]byte(k), []byte(v)); err != nil {
+							t.Fatal(err)
+						}
+						latest[k] = v
+					}
+				}
+				if err := db.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			plain := db.Stats().Checkpoint.FramesPlain
+			if c == bwkv.CompressionNone && plain != 0 {
+				t.Fatalf("%d frames counted plain without a codec", plain)
+			}
+			if c != bwkv.CompressionNone && plain == 0 {
+				t.Fatal("no frame stored plain: every page was rewritten within the hot window")
+			}
+			// Settle: wait until the accounted live bytes stop changing.
+			var last int64
+			for stable, deadline := 0, time.Now().Add(30*time.Second); stable < 10 && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+				if n := db.Stats().GC.LiveBytes; n == last {
+					stable++
+				} else {
+					stable, last = 0, n
+				}
+			}
+			checkLatest(t, db, latest)
+			st := db.Stats()
+			if st.BackgroundErrors != 0 {
+				t.Fatalf("%d background errors", st.BackgroundErrors)
+			}
+			live[c] = last
+			t.Logf("%v: settled live frame bytes %d; %d frames stored plain while hot, %d written in all", c, last, plain, st.Checkpoint.FramesWritten)
+		})
+	}
+	if s2, none := live[bwkv.CompressionS2], live[bwkv.CompressionNone]; s2 == 0 || s2 > none*7/10 {
+		t.Errorf("settled S2 live bytes %d, none %d: want at most 70%%", s2, none)
 	}
 }

@@ -35,6 +35,14 @@ const (
 // consolidation copies.
 const leafSplitBytes = 32 << 10
 
+// hotAfter: a page whose durable head was published less than this long
+// ago is hot, and its next checkpoint frames are stored uncompressed
+// (checkpoint.Heat): they are superseded within about that long, and
+// compressing them would be CPU thrown away. Long enough to cover the
+// rewrite period of pages under a steady update load, short against the
+// idle settle (settleIdle), whose frames are then cold and compressed.
+const hotAfter = 2 * time.Second
+
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
 	dir  string
@@ -62,6 +70,9 @@ type DB struct {
 	// idle is the idle settler's state (settle.go). Checkpointer
 	// goroutine only.
 	idle settleState
+	// heat picks the hot pages, whose checkpoint frames are stored plain
+	// (checkpoint.Heat). Checkpointer goroutine only.
+	heat *checkpoint.Heat
 	// hooks are the test knobs of this DB (hooks.go); zero outside tests.
 	hooks testHooks
 	gc    gcState // data-file GC (gc.go)

@@ -49,6 +49,13 @@ func WithTestGCNoConsolidate(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.gcNoConsolidate = true })
 }
 
+// WithTestHotAfter returns a copy of o whose checkpoints take a page as
+// hot (its frames stored plain) when its durable head is younger than d;
+// d < 0: no page is hot.
+func WithTestHotAfter(o *Options, d time.Duration) *Options {
+	return withHooks(o, func(h *testHooks) { h.hotAfter = d })
+}
+
 // WithTestGCPaused returns a copy of o with which the DB runs no GC round
 // until SetTestGCPaused(false).
 func WithTestGCPaused(o *Options) *Options {

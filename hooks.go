@@ -31,6 +31,9 @@ type testHooks struct {
 	// (gc.Env.NoConsolidate): the baseline consolidation is measured
 	// against.
 	gcNoConsolidate bool
+	// hotAfter, when not zero, replaces hotAfter (db.go); negative: no
+	// page is hot, every checkpoint frame is compressed where that pays.
+	hotAfter time.Duration
 
 	// cut, when set, runs between a cut and its publish.
 	cut atomic.Pointer[func()]
@@ -54,10 +57,19 @@ func (h *testHooks) init(from *testHooks) {
 	h.gcVerify = from.gcVerify
 	h.settleInterval, h.settleIdle = from.settleInterval, from.settleIdle
 	h.gcNoConsolidate = from.gcNoConsolidate
+	h.hotAfter = from.hotAfter
 	h.gcPaused.Store(from.gcPaused.Load())
 	h.frameRead.Store(from.frameRead.Load())
 	h.cut.Store(from.cut.Load())
 	h.rollback.Store(from.rollback.Load())
+}
+
+// hotAfterOr returns the hot-page age to use: the hook's if set, else d.
+func (h *testHooks) hotAfterOr(d time.Duration) time.Duration {
+	if h.hotAfter != 0 {
+		return h.hotAfter
+	}
+	return d
 }
 
 // verifyGC reports whether GC rewrites cross-check their bookkeeping.

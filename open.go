@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/bwkv/bwkv/cache"
+	"github.com/bwkv/bwkv/checkpoint"
 	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/manifest"
 	"github.com/bwkv/bwkv/mvcc"
@@ -46,6 +47,7 @@ func (db *DB) open(exists bool) error {
 		lastAddr = st.NextAddr - 1
 	}
 	db.gens = generation.NewManager(1, lastAddr)
+	db.heat = checkpoint.NewHeat(db.hooks.hotAfterOr(hotAfter), lastAddr)
 	// Until recovery ends every txid counts as unretired, so consolidation
 	// during redo drops nothing an undo may need; RetireAll follows.
 	db.mv = mvcc.NewManager(0, db.durableLSN)

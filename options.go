@@ -66,7 +66,13 @@ func (r WALRecovery) String() string {
 // Compression selects the codec of data-file frames. It is a format
 // option: the codec stored when the database was created wins on reopen
 // (a differing request is logged). Every frame records its own codec, so
-// a reader never needs this option to read one.
+// a reader never needs this option to read one. A checkpoint stores the
+// frames of a hot page (one written again within about two seconds of
+// its previous checkpoint) uncompressed, since the next checkpoint
+// supersedes them; the idle settle rewrites such pages compressed once
+// writes stop, and Stats.Checkpoint.FramesPlain counts them. A database
+// closed right after a burst of writes keeps those frames plain until
+// their pages are written again.
 type Compression int
 
 const (

@@ -49,6 +49,8 @@ type settleState struct {
 	since   time.Time     // when the head was first seen at head
 	settled bool          // nothing was written since the database settled
 	cursor  pagetable.PID // where the next squash pass resumes
+	// checkpointing is set while the settle's own checkpoint runs.
+	checkpointing bool
 }
 
 // settle runs in the checkpointer goroutine every settleInterval.
@@ -70,6 +72,7 @@ func (db *DB) settle() {
 	// again as one base: the old chain becomes junk (a base and the
 	// deltas above it repeat versions), which the GC then reclaims.
 	squashed, wrapped := db.squashChains()
+	squashed += db.rebasePlain(settleSquashPages - squashed)
 	if squashed > 0 && !db.idleCheckpoint() {
 		return
 	}
@@ -114,11 +117,36 @@ func (db *DB) squashChains() (squashed int, wrapped bool) {
 	return squashed, s.cursor >= end
 }
 
+// rebasePlain rewrites up to n of the pages whose durable frames a
+// checkpoint stored plain because they were hot (checkpoint.Heat), so
+// that the next checkpoint, which finds them cold, writes them
+// compressed: the data files of a database that went quiet end up
+// compressed. It returns the pages rewritten. A page that cannot be
+// rewritten now is counted and logged, and stays plain until its next
+// write.
+func (db *DB) rebasePlain(n int) int {
+	done := 0
+	for _, pid := range db.heat.Plain(max(n, 0)) {
+		if err := db.tree.Rebase(pagetable.PID(pid)); err != nil {
+			db.stats.bgErrors.Add(1)
+			db.log.Warn("bwkv: idle rewrite of a page stored uncompressed failed", "pid", pid, "err", err)
+			continue
+		}
+		done++
+	}
+	return done
+}
+
 // idleCheckpoint publishes what is dirty for the settle step and reports
 // whether it succeeded; a failure is counted and logged (unless the DB is
 // degraded, which reported its cause already) and retried at the next look.
 func (db *DB) idleCheckpoint() bool {
-	if err := db.ckpt.Attempt(true); err != nil {
+	// Nothing was written for settleIdle: no page is about to be
+	// rewritten, so every frame is compressed (checkpoint.Env.Idle).
+	db.idle.checkpointing = true
+	err := db.ckpt.Attempt(true)
+	db.idle.checkpointing = false
+	if err != nil {
 		if db.degraded.Load() == nil {
 			db.stats.bgErrors.Add(1)
 			db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)

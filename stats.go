@@ -53,6 +53,11 @@ type CheckpointStats struct {
 	Duration                                                   time.Duration // total
 	Frontier                                                   uint64
 	BlobsWritten, BlobBytes, BlobsReused, BlobReads            uint64
+	// FramesPlain counts the frames written uncompressed, though a codec
+	// is set, because their page was hot: rewritten within about two
+	// seconds of its previous checkpoint, so the next one supersedes them
+	// (the idle settle rewrites such pages compressed).
+	FramesPlain uint64
 }
 
 // RecoveryStats describes the last Open's recovery.
@@ -156,6 +161,7 @@ func (db *DB) Stats() Stats {
 		Bytes:          c.Bytes,
 		FramesWritten:  c.FramesWritten,
 		FramesSkipped:  c.FramesSkipped,
+		FramesPlain:    c.FramesPlain,
 		InstalledBytes: c.Installed,
 		Duration:       c.Duration,
 		Frontier:       c.Frontier,
@@ -243,6 +249,7 @@ func (s Stats) Sub(prev Stats) Stats {
 	c.Bytes -= pc.Bytes
 	c.FramesWritten -= pc.FramesWritten
 	c.FramesSkipped -= pc.FramesSkipped
+	c.FramesPlain -= pc.FramesPlain
 	c.InstalledBytes -= pc.InstalledBytes
 	c.Duration -= pc.Duration
 	g, pg := &d.GC, prev.GC
@@ -319,6 +326,7 @@ func (s Stats) String() string {
 	row("checkpoint", "bytes", bytesIEC(s.Checkpoint.Bytes))
 	row("checkpoint", "frames written", count(s.Checkpoint.FramesWritten))
 	row("checkpoint", "frames skipped", count(s.Checkpoint.FramesSkipped))
+	row("checkpoint", "frames plain (hot)", count(s.Checkpoint.FramesPlain))
 	row("checkpoint", "installed bytes", bytesIEC(s.Checkpoint.InstalledBytes))
 	row("checkpoint", "duration", s.Checkpoint.Duration)
 	row("checkpoint", "frontier", s.Checkpoint.Frontier)

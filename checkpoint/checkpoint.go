@@ -50,6 +50,13 @@ type Env struct {
 	// Compressor, if set, encodes the frames (nil: plain). Run is its
 	// only user while it runs.
 	Compressor *delta.Compressor
+	// Heat, if set, picks the hot pages, whose frames are stored plain
+	// (heat.go); nil: every frame is compressed where that pays. Run
+	// records each publish in it.
+	Heat *Heat
+	// Idle says the database is idle (the settle's checkpoint): no page
+	// is hot, whatever Heat says.
+	Idle bool
 	// BlobThreshold, if positive, is the value size from which an entry
 	// of a leaf frame is written as a reference to a blob frame (see
 	// blobs.go); 0 or less: every value stays in its frame.
@@ -67,10 +74,13 @@ type Result struct {
 	// encoded bytes, included in Bytes); BlobsReused the references to
 	// blobs already durable that the written frames carry instead.
 	Blobs, BlobBytes, BlobsReused int64
-	File                          manifest.FileID // 0: no data file (nothing to write)
-	Frontier                      uint64
-	AnalysisStart                 uint64
-	Duration                      time.Duration
+	// Hot counts the frames stored plain because their page is hot
+	// (Env.Heat; with a Compressor only).
+	Hot           int64
+	File          manifest.FileID // 0: no data file (nothing to write)
+	Frontier      uint64
+	AnalysisStart uint64
+	Duration      time.Duration
 }
 
 // DataFileName returns the name of data file id inside the DB directory.
@@ -104,8 +114,12 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	gt := gather(e, g, published)
-	res.Frames = int64(len(gt.frames))
+	cold := e.Heat.ColdBelow(start)
+	if e.Idle {
+		cold = ^uint64(0)
+	}
+	gt := gather(e, g, published, cold)
+	res.Frames, res.Hot = int64(len(gt.frames)), gt.hot
 	res.Skipped = max(0, g.Frames()-res.Frames)
 	edit := newEdit(e, g, analysisStart, logSynced)
 	if len(gt.frames) > 0 {
@@ -136,6 +150,8 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	// generation would be published again.
 	ferr := failpoints.Hit(failpoints.CheckpointMarkDurable)
 	e.Gens.Publish(g)
+	e.Heat.Published(time.Now(), g.SnapAddr)
+	e.Heat.wrote(gt.hotPages, gt.coldBases, gt.removed)
 	if ferr != nil {
 		return res, fmt.Errorf("checkpoint: mark durable: %w", ferr)
 	}
@@ -181,6 +197,12 @@ type gathered struct {
 	changes []gc.Change
 	written [][]*delta.Frame // per change: the frames written (unsorted)
 	bl      *blobs
+	// cold: a page whose durable head is at or below it is cold
+	// (Heat.ColdBelow); hot counts the frames of the others, stored plain.
+	cold uint64
+	hot  int64
+	// hotPages wrote frames plain; coldBases wrote a base cold (Heat).
+	hotPages, coldBases []uint64
 }
 
 // gather walks the sealed generation's dirty pages: for each, its state at
@@ -188,8 +210,8 @@ type gathered struct {
 // frames above the last published address, newest first, each linked to
 // its next-older frame (INV-C2, package doc). The frames come back in
 // ascending address order.
-func gather(e *Env, g *generation.Gen, published uint64) *gathered {
-	gt := &gathered{bl: newBlobs(e)}
+func gather(e *Env, g *generation.Gen, published, cold uint64) *gathered {
+	gt := &gathered{bl: newBlobs(e), cold: cold}
 	for _, pid := range g.Dirty() {
 		st := e.Table.Load(pid)
 		if pin, ok := g.Pinned(pid); ok {
@@ -237,6 +259,17 @@ func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uin
 		gt.frames = append(gt.frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
 	}
 	gt.bl.page(uint64(pid), gt.frames[n:])
+	if len(gt.frames) > n && e.Heat != nil && e.Compressor != nil && e.Compressor.Codec() != delta.CodecNone {
+		if gt.isHot(e, pid) {
+			for _, fr := range gt.frames[n:] {
+				fr.Plain = true
+			}
+			gt.hot += int64(len(gt.frames) - n)
+			gt.hotPages = append(gt.hotPages, uint64(pid))
+		} else if keep == 0 {
+			gt.coldBases = append(gt.coldBases, uint64(pid)) // a new base: no older frame stays reachable
+		}
+	}
 	if len(gt.frames) > n || head > published {
 		gt.pages = append(gt.pages, pageFrames{pid, head})
 		if e.Ledger != nil {
@@ -244,6 +277,17 @@ func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uin
 			gt.written = append(gt.written, slices.Clone(gt.frames[n:]))
 		}
 	}
+}
+
+// isHot reports whether pid is a hot page (Heat): its durable head is
+// newer than gt.cold. Only with a Compressor and a Ledger, which knows
+// the durable heads; a page the Ledger does not know is cold.
+func (gt *gathered) isHot(e *Env, pid pagetable.PID) bool {
+	if e.Ledger == nil || gt.cold == ^uint64(0) {
+		return false
+	}
+	ch, ok := e.Ledger.Stored(uint64(pid))
+	return ok && ch.Head() > gt.cold
 }
 
 // newEdit returns the publish's manifest edit before its files and pages:

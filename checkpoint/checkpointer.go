@@ -80,6 +80,8 @@ type LoopEnv struct {
 type Stats struct {
 	Count, Bytes, FramesWritten, FramesSkipped uint64
 	Blobs, BlobBytes, BlobsReused              uint64
+	// FramesPlain counts frames stored plain because their page was hot.
+	FramesPlain uint64
 	// Installed is the frame bytes of the published generations.
 	Installed uint64
 	Duration  time.Duration
@@ -98,6 +100,7 @@ type Checkpointer struct {
 	kick chan struct{}   // dirty bytes passed CheckpointBytes
 
 	count, bytes, framesWritten, framesSkipped, stalls atomic.Uint64
+	framesPlain                                        atomic.Uint64
 	blobs, blobBytes, blobsReused                      atomic.Uint64
 	nanos, frontier, installed                         atomic.Uint64
 	// analysisStart is the last publish's (the log below it is covered).
@@ -282,6 +285,7 @@ func (c *Checkpointer) Published(res Result, installed uint64) {
 	c.blobBytes.Add(uint64(res.BlobBytes))
 	c.blobsReused.Add(uint64(res.BlobsReused))
 	c.framesSkipped.Add(uint64(res.Skipped))
+	c.framesPlain.Add(uint64(res.Hot))
 	c.installed.Add(installed)
 	c.nanos.Add(uint64(res.Duration))
 	c.frontier.Store(res.Frontier)
@@ -300,6 +304,7 @@ func (c *Checkpointer) Stats() Stats {
 		Bytes:         c.bytes.Load(),
 		FramesWritten: c.framesWritten.Load(),
 		FramesSkipped: c.framesSkipped.Load(),
+		FramesPlain:   c.framesPlain.Load(),
 		Blobs:         c.blobs.Load(),
 		BlobBytes:     c.blobBytes.Load(),
 		BlobsReused:   c.blobsReused.Load(),

@@ -153,6 +153,11 @@ type Frame struct {
 	// Materialize sets them on a decoded frame.
 	Refs []EntryRef
 
+	// Plain asks a Compressor to store the frame uncompressed: the
+	// checkpointer sets it on the frames of a hot page, which the next
+	// write supersedes soon (checkpoint.Heat). Not encoded.
+	Plain bool
+
 	// Stored is the encoded frame's length as read (compressed or not),
 	// set by DecodeFrame; AppendFrame ignores it. Space accounting uses
 	// it, as Size is the plain encoding's length.
@@ -242,7 +247,7 @@ func AppendFrame(dst []byte, f *Frame) []byte { return appendFrame(dst, f, nil) 
 
 // AppendFrame appends the encoding of f to dst, compressed with c's codec
 // when that pays (a payload of at least 64 bytes that shrinks by 1/16 or
-// more), else plain, and returns the extended slice. f must pass Check,
+// more) unless f.Plain, else plain, and returns the extended slice. f must pass Check,
 // as for the package-level AppendFrame.
 func (c *Compressor) AppendFrame(dst []byte, f *Frame) []byte { return appendFrame(dst, f, c) }
 
@@ -256,7 +261,7 @@ func appendFrame(dst []byte, f *Frame, c *Compressor) []byte {
 		flags = frameHasHigh
 	}
 	start := len(dst)
-	if c != nil && c.codec != CodecNone && f.Blob == nil && size-FrameHeaderSize >= minCompress {
+	if c != nil && c.codec != CodecNone && f.Blob == nil && !f.Plain && size-FrameHeaderSize >= minCompress {
 		c.plain = appendPayload(c.plain[:0], f)
 		if c.compress() {
 			dst = slices.Grow(dst, FrameHeaderSize+len(c.out))

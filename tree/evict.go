@@ -41,6 +41,12 @@ func (t *Tree) Compact(pid pagetable.PID) error {
 // junk the data-file GC reclaims.
 func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0) }
 
+// Rebase consolidates leaf pid into a new base even if its chain is
+// empty (reading it first if it is a stub or on disk only), so the next
+// checkpoint writes the page again as one base frame. The idle settle
+// uses it to rewrite compressed the pages a checkpoint stored plain.
+func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1) }
+
 // compact consolidates leaf pid when a stub's chain (memory and disk)
 // reaches stubMin, or a full page's chain is longer than fullMax.
 func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int) error {
