@@ -43,6 +43,12 @@ const (
 // dirty bytes it makes stay within a checkpoint of ordinary size.
 const settleSquashPages = 4096
 
+// settleRebaseBusy bounds the pages stored plain (hot) that one look
+// rewrites compressed while reads go on: a few MB a second of background
+// compression, instead of a whole burst's pages at once competing with
+// the readers. A database idle for reads too gets settleSquashPages.
+const settleRebaseBusy = 256
+
 // settleState is the settler's memory. Checkpointer goroutine only.
 type settleState struct {
 	head    wal.LSN       // the log head at the last look
@@ -51,12 +57,18 @@ type settleState struct {
 	cursor  pagetable.PID // where the next squash pass resumes
 	// checkpointing is set while the settle's own checkpoint runs.
 	checkpointing bool
+	// hits is the tree's (sampled) page-visit count at the last look:
+	// reads since then make the look's rewrite of plain pages gentle.
+	hits uint64
 }
 
 // settle runs in the checkpointer goroutine every settleInterval.
 func (db *DB) settle() {
 	_, idle := db.hooks.settleTimes()
 	s := &db.idle
+	hits := db.tree.Stats().Hits
+	reading := hits != s.hits
+	s.hits = hits
 	head := db.wal.Head()
 	if head != s.head || s.since.IsZero() {
 		s.head, s.since, s.settled = head, time.Now(), false // writes since the last look
@@ -72,7 +84,11 @@ func (db *DB) settle() {
 	// again as one base: the old chain becomes junk (a base and the
 	// deltas above it repeat versions), which the GC then reclaims.
 	squashed, wrapped := db.squashChains()
-	squashed += db.rebasePlain(settleSquashPages - squashed)
+	rebase := settleSquashPages - squashed
+	if reading {
+		rebase = min(rebase, settleRebaseBusy)
+	}
+	squashed += db.rebasePlain(rebase)
 	if squashed > 0 && !db.idleCheckpoint() {
 		return
 	}
