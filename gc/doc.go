@@ -124,7 +124,12 @@
 // # The round driver
 //
 // Worker (worker.go) drives the Collector: a round is due after each
-// publish (Worker.Published) and while the last one left work or failed;
+// publish (Worker.Published) and while the last one left work or failed.
+// A round that collected leaves work while Choose still finds victims
+// after it (its budget ended before one, or its consolidations charged
+// junk to other files), so a database with no more publishes still goes
+// on until the data files are within SpaceAmp; each rewrite only removes
+// frames, so this ends;
 // Worker.Running is what the checkpointer's throttle reads (writers wait
 // at 2x CheckpointBytes during a round as during a publish). A round runs
 // in the engine's checkpointer goroutine right after a checkpoint attempt
