@@ -117,6 +117,10 @@ type CacheStats struct {
 	// Compactions counts stub leaves handed to the background
 	// consolidation (their chains grew long under blind inserts).
 	Compactions uint64
+	// Shortened counts resident leaves the evictor consolidated instead
+	// of evicting them: read since its last pass with a chain at least a
+	// third of DeltaChainMax long (their superseded versions freed).
+	Shortened uint64
 }
 
 // TxnStats describes transactions.
@@ -154,6 +158,7 @@ func (db *DB) Stats() Stats {
 	s.Cache.StubBytes = db.tree.StubBytes()
 	s.Cache.InnerBytes = db.pt.InnerResident()
 	s.Cache.Compactions = cs.Compactions
+	s.Cache.Shortened = cs.Shortened
 	s.Recovery = db.recovery
 	c := db.ckpt.Stats()
 	s.Checkpoint = CheckpointStats{
@@ -269,6 +274,7 @@ func (s Stats) Sub(prev Stats) Stats {
 	ca.Misses -= pca.Misses
 	ca.Evictions -= pca.Evictions
 	ca.Compactions -= pca.Compactions
+	ca.Shortened -= pca.Shortened
 	x, px := &d.Txn, prev.Txn
 	x.Commits -= px.Commits
 	x.Aborts -= px.Aborts
@@ -362,6 +368,7 @@ func (s Stats) String() string {
 	row("cache", "misses", count(s.Cache.Misses))
 	row("cache", "evictions", count(s.Cache.Evictions))
 	row("cache", "compactions", s.Cache.Compactions)
+	row("cache", "shortened", s.Cache.Shortened)
 	row("txn", "commits", count(s.Txn.Commits))
 	row("txn", "aborts", count(s.Txn.Aborts))
 	row("txn", "conflicts", count(s.Txn.Conflicts))

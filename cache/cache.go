@@ -38,6 +38,9 @@ type Tree interface {
 	Evict(pid pagetable.PID, dropStubs bool) tree.Evicted
 	// Compact consolidates a stub leaf whose chain grew long.
 	Compact(pid pagetable.PID) error
+	// Shorten consolidates a resident leaf whose chain reached a third
+	// of ChainMax (after Evict reported EvictLongChain).
+	Shorten(pid pagetable.PID) error
 	// StubBytes is the memory stubs themselves hold.
 	StubBytes() int64
 }
@@ -82,6 +85,9 @@ type Stats struct {
 	Evictions uint64
 	// Compactions counts background consolidations of stub chains.
 	Compactions uint64
+	// Shortened counts leaves the evictor consolidated instead of
+	// evicting them (read since its last pass, with a long chain).
+	Shortened uint64
 }
 
 // Cache is the page cache's policy and its evictor: its candidate rings,
@@ -97,6 +103,7 @@ type Cache struct {
 
 	evictions   atomic.Uint64
 	compactions atomic.Uint64
+	shortened   atomic.Uint64
 	// pressure asks the checkpointer for a cut below CheckpointBytes.
 	pressure atomic.Bool
 }
@@ -109,7 +116,7 @@ func New(env Env) *Cache {
 
 // Stats returns the counters.
 func (c *Cache) Stats() Stats {
-	return Stats{Evictions: c.evictions.Load(), Compactions: c.compactions.Load()}
+	return Stats{Evictions: c.evictions.Load(), Compactions: c.compactions.Load(), Shortened: c.shortened.Load()}
 }
 
 // unpublished is the frame bytes installed in generations not yet
@@ -306,6 +313,17 @@ func (c *Cache) evict(max int) {
 				c.env.Forget(pid)
 			}
 		case tree.EvictReferenced:
+			c.evictQ.offer(c.env.Pages, pid)
+		case tree.EvictLongChain:
+			// A page in use whose chain holds superseded versions:
+			// consolidating it frees them and shortens its reads.
+			// The new base is dirty: the page returns to the ring
+			// when its generation is published.
+			c.shortened.Add(1)
+			if err := c.env.Tree.Shorten(pid); err != nil {
+				c.env.BackgroundError(err)
+				c.env.Log.Warn("bwkv: consolidation of a cached page failed", "pid", pid, "err", err)
+			}
 			c.evictQ.offer(c.env.Pages, pid)
 		}
 	}

@@ -21,6 +21,7 @@ type fakePage struct {
 	stub       bool
 	dirty      bool
 	referenced bool
+	long       bool // a chain Shorten consolidates (halving the page)
 }
 
 // fakeEngine implements Pages and Tree over a map of pages: a full leaf
@@ -33,6 +34,7 @@ type fakeEngine struct {
 	inner      int64
 	stubBytes  int64
 	compacted  []pagetable.PID
+	shortened  []pagetable.PID
 	compactErr error
 	forgotten  []pagetable.PID
 	kicks      int
@@ -91,6 +93,9 @@ func (f *fakeEngine) Evict(pid pagetable.PID, dropStubs bool) tree.Evicted {
 		return tree.EvictSkipped
 	case p.referenced:
 		p.referenced = false
+		if p.long && !p.stub {
+			return tree.EvictLongChain
+		}
 		return tree.EvictReferenced
 	case p.stub && !dropStubs:
 		return tree.EvictSkipped
@@ -109,6 +114,18 @@ func (f *fakeEngine) Compact(pid pagetable.PID) error {
 	defer f.mu.Unlock()
 	f.compacted = append(f.compacted, pid)
 	return f.compactErr
+}
+
+// Shorten consolidates a long page: half its bytes were superseded
+// versions, and the new base is dirty until a publish.
+func (f *fakeEngine) Shorten(pid pagetable.PID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shortened = append(f.shortened, pid)
+	if p := f.pages[pid]; p != nil && p.long {
+		p.long, p.dirty, p.bytes = false, true, p.bytes/2
+	}
+	return nil
 }
 
 func (f *fakeEngine) StubBytes() int64 {
@@ -263,6 +280,34 @@ func TestEvictorLoop(t *testing.T) {
 	runUntil(t, c2, func() bool { return c2.leafResident() <= 27 })
 	if got := c2.Stats().Evictions; got != 6 || c2.leafResident() != 20 || len(f2.forgotten) != 2 {
 		t.Errorf("evictions %d, resident %d, forgotten %v: want 6, 20, two pages", got, c2.leafResident(), f2.forgotten)
+	}
+}
+
+// TestEvictorShortens: over the budget, a page read since the last pass
+// whose chain is long is consolidated (Shorten), not given a plain second
+// chance nor evicted; an unread long page is evicted as usual.
+func TestEvictorShortens(t *testing.T) {
+	f := newFake(10) // 1000 bytes
+	for pid := pagetable.PID(1); pid <= 4; pid++ {
+		f.pages[pid].referenced, f.pages[pid].long = true, true
+	}
+	f.pages[5].long = true // long but not read: evicted
+	gens := generation.NewManager(1, 0)
+	c := f.newCache(f.env(800, gens))
+	// Target 720: four shortened pages free 200 bytes, one stub 90.
+	runUntil(t, c, func() bool { return c.leafResident() <= 720 })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.shortened) != 4 || c.Stats().Shortened != 4 {
+		t.Fatalf("shortened %v (counted %d), want pages 1-4", f.shortened, c.Stats().Shortened)
+	}
+	for pid := pagetable.PID(1); pid <= 4; pid++ {
+		if p := f.pages[pid]; p.stub || p.bytes != fullBytes/2 {
+			t.Errorf("page %d: stub %v, %d bytes: want consolidated in memory", pid, p.stub, p.bytes)
+		}
+	}
+	if !f.pages[5].stub || c.Stats().Evictions != 1 {
+		t.Errorf("the unread long page: stub %v, evictions %d: want it evicted (1)", f.pages[5].stub, c.Stats().Evictions)
 	}
 }
 

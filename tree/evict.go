@@ -1,6 +1,8 @@
 package tree
 
 import (
+	"math"
+
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 )
@@ -19,6 +21,11 @@ const (
 	// EvictReferenced: read since the last pass; the bit is cleared and
 	// the page stays (a second chance).
 	EvictReferenced
+	// EvictLongChain: read since the last pass (the bit is cleared, the
+	// page stays) and its chain is at least ReadChain long: the caller
+	// should Shorten it, which frees the versions its deltas superseded
+	// and shortens the walk of every read of it.
+	EvictLongChain
 	// EvictSkipped: not evictable now (dirty, an inner page, the root,
 	// removed or unloaded); it becomes a candidate again when its dirty
 	// generation is published or it is loaded.
@@ -46,6 +53,23 @@ func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0) }
 // checkpoint writes the page again as one base frame. The idle settle
 // uses it to rewrite compressed the pages a checkpoint stored plain.
 func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1) }
+
+// Shorten consolidates leaf pid if it is resident in full with a chain at
+// least ReadChain long (a stub is left alone: its chain is compacted by
+// Compact). For the evictor, on a page read since its last pass
+// (EvictLongChain): ChainMax suits a page that is written as often as it
+// is read, where a consolidation per few writes would cost more than the
+// walks it saves; on a page read many times per write the delta chain's
+// superseded values take cache memory and every read walks the chain, so
+// while the cache is over its budget such pages are consolidated instead
+// of being evicted.
+func (t *Tree) Shorten(pid pagetable.PID) error {
+	return t.compact(pid, math.MaxInt, t.ReadChain()-1)
+}
+
+// ReadChain is the chain length at which Evict reports a page it finds
+// referenced as EvictLongChain: a third of ChainMax, at least 1.
+func (t *Tree) ReadChain() int { return max(1, t.cfg.ChainMax/3) }
 
 // compact consolidates leaf pid when a stub's chain (memory and disk)
 // reaches stubMin, or a full page's chain is longer than fullMax.
@@ -134,6 +158,9 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 		return EvictSkipped
 	}
 	if slot.Unref() {
+		if p.Stub == nil && p.Len >= t.ReadChain() {
+			return EvictLongChain
+		}
 		return EvictReferenced
 	}
 	if p.Stub != nil && p.Head == nil {
