@@ -349,3 +349,71 @@ func TestReadOnlyTinyCache(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheShortensReadPages: a cache over its budget consolidates the
+// pages in use whose delta chains grew long (their superseded versions
+// leave memory) instead of only keeping them: reads after a burst of
+// overwrites walk short chains and the resident bytes fall. The same
+// workload with the evictor's consolidation off is the control (chains
+// stay long, nothing is shortened).
+func TestCacheShortensReadPages(t *testing.T) {
+	for _, shorten := range []bool{true, false} {
+		t.Run(fmt.Sprint("shorten=", shorten), func(t *testing.T) { testCacheShortens(t, shorten) })
+	}
+}
+
+func testCacheShortens(t *testing.T, shorten bool) {
+	const n = 4000
+	o := &bwkv.Options{CacheBytes: 1 << 20, Durability: bwkv.DurabilityRelaxed}
+	if !shorten {
+		o = bwkv.WithTestNoShorten(o)
+	}
+	db, err := bwkv.Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%06d", i)) }
+	val := func(i, round int) []byte { return bytes.Repeat([]byte{byte(i), byte(round)}, 150) }
+	rng := rand.New(rand.NewPCG(3, 4))
+	// One load, then overwrites in random order: each leaf gathers a
+	// chain of superseded values (up to DeltaChainMax, 12).
+	rounds := 3
+	for r := 0; r <= rounds; r++ {
+		for _, i := range rng.Perm(n) {
+			if err := db.Put(key(i), val(i, r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Checkpoint(); err != nil { // every page clean: evictable
+		t.Fatal(err)
+	}
+	long := func() int { h := db.Stats().Tree.ChainHist; return h[3] + h[4] + h[5] + h[6] + h[7] } // chains >= 4
+	before := long()
+	// Readers keep every page referenced while the evictor passes.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && (!shorten || db.Stats().Cache.Shortened == 0 || long() > before/4) {
+		for i := 0; i < n; i++ {
+			v, err := db.Get(key(i))
+			if err != nil || !bytes.Equal(v, val(i, rounds)) {
+				t.Fatalf("key %d: %v (len %d)", i, err, len(v))
+			}
+		}
+		_ = db.Checkpoint() // publishes the consolidated pages: candidates again
+	}
+	st := db.Stats()
+	t.Logf("shorten %v: leaves with chains >= 4: %d before, %d after; shortened %d, evictions %d, resident %d KiB", shorten, before, long(), st.Cache.Shortened, st.Cache.Evictions, st.Cache.Bytes>>10)
+	if before == 0 {
+		t.Fatal("the overwrites left no long chain: the test tests nothing")
+	}
+	if !shorten {
+		if st.Cache.Shortened != 0 {
+			t.Fatalf("%d pages shortened with the evictor's consolidation off", st.Cache.Shortened)
+		}
+		return
+	}
+	if st.Cache.Shortened == 0 || long() > before/4 {
+		t.Fatalf("shortened %d; leaves with chains >= 4: %d of %d before, want at most a quarter", st.Cache.Shortened, long(), before)
+	}
+}

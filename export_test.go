@@ -49,6 +49,12 @@ func WithTestGCNoConsolidate(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.gcNoConsolidate = true })
 }
 
+// WithTestNoShorten returns a copy of o whose evictor never consolidates
+// the chain of a page in use (tree.Config.ReadChain 0).
+func WithTestNoShorten(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.noShorten = true })
+}
+
 // WithTestHotAfter returns a copy of o whose checkpoints take a page as
 // hot (its frames stored plain) when its durable head is younger than d;
 // d < 0: no page is hot.
@@ -157,7 +163,7 @@ func (db *DB) evictLeaves(drop bool) int {
 			if r == tree.EvictDropped || r == tree.EvictStubbed && !drop {
 				n++
 			}
-			if r != tree.EvictReferenced && (r != tree.EvictStubbed || !drop) {
+			if r != tree.EvictReferenced && r != tree.EvictLongChain && (r != tree.EvictStubbed || !drop) {
 				break
 			}
 		}

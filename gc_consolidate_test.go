@@ -78,7 +78,8 @@ func chainOpts(o bwkv.Options, copyAsIs bool) (paused, running *bwkv.Options) {
 	o.CacheBytes = 1
 	o.DataFileBytes = 1 << 20 // every checkpoint's file is small: one GC batch merges them all
 	o.PageSplitEntries = 32
-	opts := bwkv.WithTestSettle(bwkv.WithTestGCVerify(&o), time.Hour, time.Hour)
+	// No consolidation by the evictor either (CacheBytes 1 keeps it busy).
+	opts := bwkv.WithTestNoShorten(bwkv.WithTestSettle(bwkv.WithTestGCVerify(&o), time.Hour, time.Hour))
 	if copyAsIs {
 		opts = bwkv.WithTestGCNoConsolidate(opts)
 	}

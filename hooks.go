@@ -34,6 +34,9 @@ type testHooks struct {
 	// hotAfter, when not zero, replaces hotAfter (db.go); negative: no
 	// page is hot, every checkpoint frame is compressed where that pays.
 	hotAfter time.Duration
+	// noShorten stops the evictor consolidating the long chains of pages
+	// in use (tree.Config.ReadChain 0), for tests that build chains.
+	noShorten bool
 
 	// cut, when set, runs between a cut and its publish.
 	cut atomic.Pointer[func()]
@@ -58,6 +61,7 @@ func (h *testHooks) init(from *testHooks) {
 	h.settleInterval, h.settleIdle = from.settleInterval, from.settleIdle
 	h.gcNoConsolidate = from.gcNoConsolidate
 	h.hotAfter = from.hotAfter
+	h.noShorten = from.noShorten
 	h.gcPaused.Store(from.gcPaused.Load())
 	h.frameRead.Store(from.frameRead.Load())
 	h.cut.Store(from.cut.Load())
@@ -70,6 +74,15 @@ func (h *testHooks) hotAfterOr(d time.Duration) time.Duration {
 		return h.hotAfter
 	}
 	return d
+}
+
+// readChainOr returns tree.Config.ReadChain: 0 if the hook says no
+// shortening, else n.
+func (h *testHooks) readChainOr(n int) int {
+	if h.noShorten {
+		return 0
+	}
+	return n
 }
 
 // verifyGC reports whether GC rewrites cross-check their bookkeeping.

@@ -56,6 +56,7 @@ func (db *DB) open(exists bool) error {
 	db.tree = tree.New(tree.Config{
 		SplitEntries: o.PageSplitEntries,
 		ChainMax:     o.DeltaChainMax,
+		ReadChain:    db.hooks.readChainOr(max(1, o.DeltaChainMax/3)),
 		SplitBytes:   leafSplitBytes,
 	}, tree.Env{
 		Retention:   retention{db},

@@ -152,7 +152,10 @@ type Options struct {
 	// splits; default 128. Persisted.
 	PageSplitEntries int
 	// DeltaChainMax is the delta-chain length that triggers consolidation;
-	// default 12.
+	// default 12. While the cache is over CacheBytes, a page read since
+	// the evictor's last pass is consolidated at a third of it instead
+	// (its superseded versions leave memory, its reads walk a short
+	// chain): the long chain suits pages written as often as read.
 	DeltaChainMax int
 	// BlobThreshold: a value of this many bytes or more is written once,
 	// by the checkpoint that first writes it, as a blob frame of its own,

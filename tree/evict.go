@@ -22,7 +22,7 @@ const (
 	// the page stays (a second chance).
 	EvictReferenced
 	// EvictLongChain: read since the last pass (the bit is cleared, the
-	// page stays) and its chain is at least ReadChain long: the caller
+	// page stays) and its chain is at least Config.ReadChain long: the caller
 	// should Shorten it, which frees the versions its deltas superseded
 	// and shortens the walk of every read of it.
 	EvictLongChain
@@ -55,7 +55,7 @@ func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0) }
 func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1) }
 
 // Shorten consolidates leaf pid if it is resident in full with a chain at
-// least ReadChain long (a stub is left alone: its chain is compacted by
+// least Config.ReadChain long (a stub is left alone: its chain is compacted by
 // Compact). For the evictor, on a page read since its last pass
 // (EvictLongChain): ChainMax suits a page that is written as often as it
 // is read, where a consolidation per few writes would cost more than the
@@ -64,12 +64,11 @@ func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1) }
 // while the cache is over its budget such pages are consolidated instead
 // of being evicted.
 func (t *Tree) Shorten(pid pagetable.PID) error {
-	return t.compact(pid, math.MaxInt, t.ReadChain()-1)
+	if t.cfg.ReadChain <= 0 {
+		return nil
+	}
+	return t.compact(pid, math.MaxInt, t.cfg.ReadChain-1)
 }
-
-// ReadChain is the chain length at which Evict reports a page it finds
-// referenced as EvictLongChain: a third of ChainMax, at least 1.
-func (t *Tree) ReadChain() int { return max(1, t.cfg.ChainMax/3) }
 
 // compact consolidates leaf pid when a stub's chain (memory and disk)
 // reaches stubMin, or a full page's chain is longer than fullMax.
@@ -158,7 +157,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 		return EvictSkipped
 	}
 	if slot.Unref() {
-		if p.Stub == nil && p.Len >= t.ReadChain() {
+		if p.Stub == nil && t.cfg.ReadChain > 0 && p.Len >= t.cfg.ReadChain {
 			return EvictLongChain
 		}
 		return EvictReferenced

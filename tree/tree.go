@@ -19,6 +19,10 @@ type Config struct {
 	SplitEntries int
 	// ChainMax is the delta-chain length above which a leaf consolidates.
 	ChainMax int
+	// ReadChain is the chain length at which Evict reports a leaf read
+	// since the last eviction pass as EvictLongChain, for the evictor to
+	// Shorten it (0: never).
+	ReadChain int
 	// SplitBytes bounds a leaf's key and value bytes as well: a leaf of
 	// large values splits before it reaches SplitEntries keys, so a
 	// consolidation never copies much more than this (0: no byte bound).
