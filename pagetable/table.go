@@ -47,8 +47,11 @@ type Slot[T any] struct {
 	// Table.Account).
 	bytes int64
 	inner bool
-	// ref is the CLOCK reference bit: set by reads, cleared by the evictor
-	// (a page read since the evictor last passed gets a second chance).
+	// ref is the CLOCK reference word: bit 0 is set by reads and cleared
+	// by the evictor's pass (a page read since the evictor last passed
+	// gets a second chance); bit 1 remembers that the previous pass found
+	// bit 0 set, so the evictor tells a page in steady use from one read
+	// once (Unref).
 	ref atomic.Uint32
 	// Rings belongs to the page cache (cache/): one bit per candidate
 	// ring that holds the PID, so an offer de-duplicates in O(1) without
@@ -59,19 +62,26 @@ type Slot[T any] struct {
 // Touched sets the reference bit. It stores only when the bit is clear, so
 // hot pages read on every core do not bounce the cache line.
 func (s *Slot[T]) Touched() {
-	if s.ref.Load() == 0 {
-		s.ref.Store(1)
+	if r := s.ref.Load(); r&1 == 0 {
+		s.ref.Store(r | 1)
 	}
 }
 
-// Unref clears the reference bit and reports whether it was set (the
-// eviction pass's second chance).
-func (s *Slot[T]) Unref() bool {
-	if s.ref.Load() == 0 {
-		return false
+// Unref is the eviction pass's look at the reference bit: it clears the
+// bit and reports in how many passes in a row, this one included, the
+// page was found referenced: 0 (not read since the last pass), 1, or 2
+// (read before each of the last two passes: in steady use). Touched and
+// Unref race without harm: a lost update only costs a page one chance.
+func (s *Slot[T]) Unref() int {
+	r := s.ref.Load()
+	if r&1 == 0 {
+		if r != 0 {
+			s.ref.Store(0)
+		}
+		return 0
 	}
-	s.ref.Store(0)
-	return true
+	s.ref.Store(2)
+	return 1 + int(r>>1&1)
 }
 
 // Load returns the slot's published state (nil if none). Safe concurrently.

@@ -118,15 +118,31 @@ func TestRings(t *testing.T) {
 	}
 }
 
-// TestRef: Touched sets the reference bit, Unref reports and clears it.
+// TestRef: Touched sets the reference bit; Unref reports in how many
+// passes in a row the page was found referenced and clears the bit.
 func TestRef(t *testing.T) {
 	s := New[int](1).Slot(1)
-	if s.Unref() {
+	if s.Unref() != 0 {
 		t.Fatal("a fresh slot is referenced")
 	}
 	s.Touched()
 	s.Touched()
-	if !s.Unref() || s.Unref() {
-		t.Fatal("Unref did not report and clear the bit")
+	if n := s.Unref(); n != 1 {
+		t.Fatalf("first referenced pass: Unref = %d, want 1", n)
+	}
+	s.Touched()
+	if n := s.Unref(); n != 2 {
+		t.Fatalf("second referenced pass in a row: Unref = %d, want 2", n)
+	}
+	s.Touched()
+	if n := s.Unref(); n != 2 {
+		t.Fatalf("third referenced pass in a row: Unref = %d, want 2", n)
+	}
+	if n := s.Unref(); n != 0 {
+		t.Fatalf("a pass with no read: Unref = %d, want 0", n)
+	}
+	s.Touched()
+	if n := s.Unref(); n != 1 {
+		t.Fatalf("read again after an unread pass: Unref = %d, want 1 (the run starts over)", n)
 	}
 }

@@ -21,7 +21,8 @@ const (
 	// EvictReferenced: read since the last pass; the bit is cleared and
 	// the page stays (a second chance).
 	EvictReferenced
-	// EvictLongChain: read since the last pass (the bit is cleared, the
+	// EvictLongChain: read before this pass and the one before it (in
+	// steady use, not just loaded and read once; the bit is cleared, the
 	// page stays) and its chain is at least Config.ReadChain long: the caller
 	// should Shorten it, which frees the versions its deltas superseded
 	// and shortens the walk of every read of it.
@@ -156,8 +157,8 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 	if head == 0 || head > t.env.Gens.Published() {
 		return EvictSkipped
 	}
-	if slot.Unref() {
-		if p.Stub == nil && t.cfg.ReadChain > 0 && p.Len >= t.cfg.ReadChain {
+	if n := slot.Unref(); n > 0 {
+		if n >= 2 && p.Stub == nil && t.cfg.ReadChain > 0 && p.Len >= t.cfg.ReadChain {
 			return EvictLongChain
 		}
 		return EvictReferenced
