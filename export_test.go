@@ -225,3 +225,19 @@ func (db *DB) ManifestStateCopies() int64 { return db.man.Stats().StateCopies }
 // WALJoined is the number of transactions counted among the log's writers
 // about to commit (wal.Writer.Join) that have not left.
 func WALJoined(db *DB) int64 { return db.wal.Joined() }
+
+// MarkHot records contention on key's hot stripe now (hot.go).
+func MarkHot(db *DB, key []byte) { db.markHot(stripeOf(key)) }
+
+// IsHot reports whether key's stripe counts as contended.
+func IsHot(db *DB, key []byte) bool { return db.isHot(stripeOf(key)) }
+
+// StripeFree reports whether nobody holds key's stripe.
+func StripeFree(db *DB, key []byte) bool {
+	s := stripeOf(key)
+	if !db.tryStripe(s) {
+		return false
+	}
+	db.releaseStripe(s)
+	return true
+}

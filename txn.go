@@ -63,10 +63,12 @@ type Txn struct {
 	// the Update holds for this attempt, plus one (0: none; -1: none and
 	// never restart for one); wantStripe,
 	// set when the txn was restarted to queue on a hot key, the stripe
-	// the next attempt must hold, plus one. Set before the txn is handed
-	// to fn / written, or under mu.
-	update, blind          bool
-	holdStripe, wantStripe int
+	// the next attempt must hold, plus one; tookStripe, set when the txn
+	// took a free hot stripe itself (so holdStripe too), that stripe plus
+	// one, which Update must release. Set before the txn is handed to fn /
+	// written, or under mu.
+	update, blind                      bool
+	holdStripe, wantStripe, tookStripe int
 	// leaf is the PID of the leaf the txn's last read found (0: none), where
 	// a write of the same key starts instead of descending from the root
 	// (read-modify-write); a stale one only costs a fence check. Under mu.
@@ -154,11 +156,18 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 	stripe := -1
 	if tx.update {
 		stripe = stripeOf(key)
+		if tx.holdStripe == 0 && tx.db.isHot(stripe) && tx.db.tryStripe(stripe) {
+			// The key's stripe is hot but nobody holds it: no writer
+			// queues ahead, so this attempt goes on holding it (Update
+			// releases it) rather than restart for it.
+			tx.holdStripe, tx.tookStripe = stripe+1, stripe+1
+		}
 		if tx.holdStripe == 0 && tx.db.isHot(stripe) {
 			// (holdStripe < 0: a wait for a stripe timed out; no restart.)
 			// Queue behind the key's other writers instead of racing
 			// them (hot.go): Update restarts this txn holding the stripe.
-			tx.db.markHot(stripe)
+			// The restart itself is no sign of contention: the stripe
+			// stays hot only while its takers wait (takeStripe).
 			tx.wantStripe = stripe + 1
 			tx.doomed = ErrConflict
 			tx.db.stats.hotRestarts.Add(1)
@@ -487,9 +496,10 @@ func (db *DB) forget(tx *Txn) {
 	db.txMu.Unlock()
 }
 
-// wantStripeLocked returns the stripe a restart asked for (see Txn).
-func (tx *Txn) wantStripeLocked() int {
+// stripes returns the stripe a restart asked for and the stripe the txn
+// took itself (see Txn).
+func (tx *Txn) stripes() (want, took int) {
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
-	return tx.wantStripe
+	return tx.wantStripe, tx.tookStripe
 }

@@ -47,7 +47,10 @@ func (db *DB) UpdateContext(ctx context.Context, fn func(*Txn) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		want, err := db.updateOnce(ctx, fn, stripe)
+		want, took, err := db.updateOnce(ctx, fn, stripe)
+		if took != 0 {
+			stripe = took // held from here on; the defer releases it
+		}
 		if want != 0 && stripe == 0 {
 			// Restarted to queue on a hot key: not a conflict, and not
 			// counted as a retry (it happens at most once per call).
@@ -79,11 +82,13 @@ func (db *DB) UpdateContext(ctx context.Context, fn func(*Txn) error) error {
 }
 
 // updateOnce runs one attempt of Update holding hot stripe hold-1 (0:
-// none). want is the stripe the next attempt must hold, plus one (0: any).
-func (db *DB) updateOnce(ctx context.Context, fn func(*Txn) error, hold int) (want int, err error) {
+// none). want is the stripe the next attempt must hold, plus one (0: any);
+// took is the stripe the attempt took itself, plus one (0: none), which
+// the caller now holds.
+func (db *DB) updateOnce(ctx context.Context, fn func(*Txn) error, hold int) (want, took int, err error) {
 	tx, err := db.Begin()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	tx.update, tx.holdStripe = true, hold
 	if ctx.Done() != nil {
@@ -95,16 +100,21 @@ func (db *DB) updateOnce(ctx context.Context, fn func(*Txn) error, hold int) (wa
 		// panic continue.
 		if !done {
 			_ = tx.Rollback()
+			if _, took := tx.stripes(); took != 0 {
+				db.releaseStripe(took - 1)
+			}
 		}
 	}()
 	if err := fn(tx); err != nil {
 		done = true
 		_ = tx.Rollback()
-		return tx.wantStripeLocked(), err
+		want, took = tx.stripes()
+		return want, took, err
 	}
 	done = true
 	err = tx.Commit()
-	return tx.wantStripeLocked(), err
+	want, took = tx.stripes()
+	return want, took, err
 }
 
 // View runs fn on a new snapshot and closes it afterwards. fn must not

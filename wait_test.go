@@ -381,3 +381,67 @@ func BenchmarkHotCounter(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 	b.ReportMetric(float64(db.Stats().Txn.Conflicts)/float64(b.N), "conflicts/op")
 }
+
+// TestUpdateTakesFreeHotStripe: an Update that writes a key whose stripe
+// is hot but free takes the stripe and goes on, instead of restarting to
+// queue on it (fn runs once, nothing requeued), and releases it when it
+// ends, also when fn panics. A restart only pays when another writer
+// holds the stripe (TestHotCounterUpdate).
+func TestUpdateTakesFreeHotStripe(t *testing.T) {
+	db := openTest(t, nil)
+	key := []byte("k")
+	// hotWindow is 20 ms: a try whose write came later (a slow machine)
+	// proves nothing and is repeated.
+	for try := 0; ; try++ {
+		if try == 20 {
+			t.Fatal("no Update wrote within the hot window in 20 tries")
+		}
+		before := db.Stats().Txn.Requeued
+		runs, hot := 0, false
+		bwkv.MarkHot(db, key)
+		err := db.Update(func(tx *bwkv.Txn) error {
+			runs++
+			hot = bwkv.IsHot(db, key)
+			return tx.Put(key, []byte("v"))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hot {
+			continue
+		}
+		if runs != 1 || db.Stats().Txn.Requeued != before {
+			t.Fatalf("fn ran %d times, %d requeued: the Update restarted for a free stripe", runs, db.Stats().Txn.Requeued-before)
+		}
+		if !bwkv.StripeFree(db, key) {
+			t.Fatal("the Update kept the stripe it took")
+		}
+		break
+	}
+	// A panic in fn after the write releases the stripe too.
+	for try := 0; try < 20; try++ {
+		hot := false
+		bwkv.MarkHot(db, key)
+		func() {
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Fatalf("recovered %v", r)
+				}
+			}()
+			db.Update(func(tx *bwkv.Txn) error {
+				hot = bwkv.IsHot(db, key)
+				if err := tx.Put(key, []byte("w")); err != nil {
+					return err
+				}
+				panic("boom")
+			})
+		}()
+		if !bwkv.StripeFree(db, key) {
+			t.Fatalf("the stripe stays held after a panic in fn (hot at the write: %v)", hot)
+		}
+		if hot {
+			return
+		}
+	}
+	t.Fatal("no panicking Update wrote within the hot window in 20 tries")
+}
