@@ -32,7 +32,8 @@ import (
 // The one-op writes (DB.Put, DB.Delete) of a hot key take its stripe too.
 //
 // No deadlock: a txn holds at most one stripe, taken before Begin with no
-// key locked, and waits for a stripe at most LockTimeout, then goes on
+// key locked or, during the txn, only if it is free (no wait), and waits
+// for a stripe (only ever before Begin) at most LockTimeout, then goes on
 // without it (a goroutine may already hold that stripe itself, e.g. a
 // db.Put inside an Update's fn); a stripe holder may wait for a key lock,
 // bounded by LockTimeout and deadlock detection.

@@ -152,8 +152,9 @@ type Options struct {
 	// splits; default 128. Persisted.
 	PageSplitEntries int
 	// DeltaChainMax is the delta-chain length that triggers consolidation;
-	// default 12. While the cache is over CacheBytes, a page read since
-	// the evictor's last pass is consolidated at a third of it instead
+	// default 12. While the cache is over CacheBytes, a page in steady
+	// use (read before each of the evictor's last two passes over it) is
+	// consolidated at a third of it instead
 	// (its superseded versions leave memory, its reads walk a short
 	// chain): the long chain suits pages written as often as read.
 	DeltaChainMax int

@@ -118,8 +118,9 @@ type CacheStats struct {
 	// consolidation (their chains grew long under blind inserts).
 	Compactions uint64
 	// Shortened counts resident leaves the evictor consolidated instead
-	// of evicting them: read since its last pass with a chain at least a
-	// third of DeltaChainMax long (their superseded versions freed).
+	// of evicting them: in steady use (read before each of its last two
+	// passes) with a chain at least a third of DeltaChainMax long (their
+	// superseded versions freed).
 	Shortened uint64
 }
 

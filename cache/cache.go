@@ -86,7 +86,7 @@ type Stats struct {
 	// Compactions counts background consolidations of stub chains.
 	Compactions uint64
 	// Shortened counts leaves the evictor consolidated instead of
-	// evicting them (read since its last pass, with a long chain).
+	// evicting them (in steady use, with a long chain).
 	Shortened uint64
 }
 
@@ -315,7 +315,7 @@ func (c *Cache) evict(max int) {
 		case tree.EvictReferenced:
 			c.evictQ.offer(c.env.Pages, pid)
 		case tree.EvictLongChain:
-			// A page in use whose chain holds superseded versions:
+			// A page in steady use whose chain holds superseded versions:
 			// consolidating it frees them and shortens its reads.
 			// The new base is dirty: the page returns to the ring
 			// when its generation is published.

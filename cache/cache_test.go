@@ -283,9 +283,10 @@ func TestEvictorLoop(t *testing.T) {
 	}
 }
 
-// TestEvictorShortens: over the budget, a page read since the last pass
-// whose chain is long is consolidated (Shorten), not given a plain second
-// chance nor evicted; an unread long page is evicted as usual.
+// TestEvictorShortens: over the budget, a page in steady use whose chain
+// is long (the tree reports EvictLongChain) is consolidated (Shorten), not
+// given a plain second chance nor evicted; an unread long page is evicted
+// as usual.
 func TestEvictorShortens(t *testing.T) {
 	f := newFake(10) // 1000 bytes
 	for pid := pagetable.PID(1); pid <= 4; pid++ {
