@@ -52,6 +52,11 @@ type RunOptions struct {
 	// `go tool pprof -sample_index=alloc_space -diff_base X.base X` shows
 	// the measure phase alone.
 	MemProfile string
+	// BlockProfile, when set, receives the blocking profile of the measure
+	// phase (waits of 10 µs and more sampled: channels, locks, selects) and
+	// BlockProfile+".mutex" the mutex contention profile (one in 10): where
+	// workers wait rather than run.
+	BlockProfile string
 }
 
 // DefaultRunOptions returns kv_bench's defaults where it has one.
@@ -496,6 +501,10 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 			return measured{}, err
 		}
 	}
+	if o.BlockProfile != "" {
+		runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
+		runtime.SetMutexProfileFraction(10)
+	}
 	before := ReadRuntime()
 	cpuBefore := processCPU()
 	start := time.Now()
@@ -507,6 +516,16 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 	after := ReadRuntime()
 	if o.CPUProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if o.BlockProfile != "" {
+		runtime.SetBlockProfileRate(0)
+		runtime.SetMutexProfileFraction(0)
+		if err := writeProfile("block", o.BlockProfile); err != nil {
+			return measured{}, err
+		}
+		if err := writeProfile("mutex", o.BlockProfile+".mutex"); err != nil {
+			return measured{}, err
+		}
 	}
 	bar.Done()
 	if o.MemProfile != "" {

@@ -102,6 +102,7 @@ func cmdRun(args []string) error {
 	fs.IntVar(&o.SettleAfter, "settle-after", 0, "post-measure settle: stop writes, settle the engine, measure the directory once its size holds for 10 s or after this many seconds (0: off)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the measure phase")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write allocation profiles at the start (FILE.base) and end (FILE) of the measure phase")
+	fs.StringVar(&o.BlockProfile, "blockprofile", "", "write the blocking (FILE) and mutex contention (FILE.mutex) profiles of the measure phase")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
