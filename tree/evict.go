@@ -56,14 +56,13 @@ func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0) }
 func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1) }
 
 // Shorten consolidates leaf pid if it is resident in full with a chain at
-// least Config.ReadChain long (a stub is left alone: its chain is compacted by
-// Compact). For the evictor, on a page read since its last pass
-// (EvictLongChain): ChainMax suits a page that is written as often as it
-// is read, where a consolidation per few writes would cost more than the
-// walks it saves; on a page read many times per write the delta chain's
-// superseded values take cache memory and every read walks the chain, so
-// while the cache is over its budget such pages are consolidated instead
-// of being evicted.
+// least Config.ReadChain long (a stub is left alone: Compact handles its
+// chain). For the evictor, on a page in steady use (EvictLongChain):
+// ChainMax suits a page written as often as it is read, where a
+// consolidation per few writes would cost more than the walks it saves; on
+// a page read many times per write the chain's superseded values take
+// cache memory and every read walks the chain, so while the cache is over
+// its budget such pages are consolidated instead of being evicted.
 func (t *Tree) Shorten(pid pagetable.PID) error {
 	if t.cfg.ReadChain <= 0 {
 		return nil
