@@ -156,22 +156,22 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 	stripe := -1
 	if tx.update {
 		stripe = stripeOf(key)
-		if tx.holdStripe == 0 && tx.db.isHot(stripe) && tx.db.tryStripe(stripe) {
-			// The key's stripe is hot but nobody holds it: no writer
-			// queues ahead, so this attempt goes on holding it (Update
-			// releases it) rather than restart for it.
-			tx.holdStripe, tx.tookStripe = stripe+1, stripe+1
-		}
+		// (holdStripe < 0: a wait for a stripe timed out; no restart.)
 		if tx.holdStripe == 0 && tx.db.isHot(stripe) {
-			// (holdStripe < 0: a wait for a stripe timed out; no restart.)
-			// Queue behind the key's other writers instead of racing
-			// them (hot.go): Update restarts this txn holding the stripe.
-			// The restart itself is no sign of contention: the stripe
-			// stays hot only while its takers wait (takeStripe).
-			tx.wantStripe = stripe + 1
-			tx.doomed = ErrConflict
-			tx.db.stats.hotRestarts.Add(1)
-			return ErrConflict
+			if !tx.db.tryStripe(stripe) {
+				// Queue behind the key's other writers instead of
+				// racing them (hot.go): Update restarts this txn
+				// holding the stripe. The restart itself is no sign of
+				// contention: the stripe stays hot only while its
+				// takers wait (takeStripe).
+				tx.wantStripe = stripe + 1
+				tx.doomed = ErrConflict
+				tx.db.stats.hotRestarts.Add(1)
+				return ErrConflict
+			}
+			// Nobody holds the hot stripe, so no writer queues ahead:
+			// this attempt goes on holding it (Update releases it).
+			tx.holdStripe, tx.tookStripe = stripe+1, stripe+1
 		}
 	}
 	markHot := func() {
