@@ -241,3 +241,20 @@ func StripeFree(db *DB, key []byte) bool {
 	db.releaseStripe(s)
 	return true
 }
+
+// TryStripe takes key's hot stripe if it is free; ReleaseStripe frees it;
+// TakeStripe waits for it as an Update does before Begin.
+func TryStripe(db *DB, key []byte) bool  { return db.tryStripe(stripeOf(key)) }
+func ReleaseStripe(db *DB, key []byte)   { db.releaseStripe(stripeOf(key)) }
+func TakeStripe(db *DB, key []byte) bool { return db.takeStripe(stripeOf(key), nil) }
+func StripeSpins() int                   { return stripeSpins }
+
+// SetTestStripeSpinHook installs a function a hot-stripe taker calls
+// before each of its yields, with the yield's number (nil: none).
+func (db *DB) SetTestStripeSpinHook(f func(i int)) {
+	if f == nil {
+		db.hooks.stripeSpin.Store(nil)
+		return
+	}
+	db.hooks.stripeSpin.Store(&f)
+}

@@ -48,6 +48,9 @@ type testHooks struct {
 	// frameRead, when set, runs after each frame a chain read reads
 	// (readChain), with the page and the frame's address.
 	frameRead atomic.Pointer[func(pid, addr uint64)]
+	// stripeSpin, when set, runs before each yield of a hot-stripe taker
+	// (takeStripe) with the yield's number.
+	stripeSpin atomic.Pointer[func(i int)]
 }
 
 // init copies the knobs an Options carries (nil: none) into h.
@@ -64,6 +67,7 @@ func (h *testHooks) init(from *testHooks) {
 	h.noShorten = from.noShorten
 	h.gcPaused.Store(from.gcPaused.Load())
 	h.frameRead.Store(from.frameRead.Load())
+	h.stripeSpin.Store(from.stripeSpin.Load())
 	h.cut.Store(from.cut.Load())
 	h.rollback.Store(from.rollback.Load())
 }
@@ -99,6 +103,13 @@ func (h *testHooks) runCut() {
 func (h *testHooks) runFrameRead(pid, addr uint64) {
 	if f := h.frameRead.Load(); f != nil {
 		(*f)(pid, addr)
+	}
+}
+
+// runStripeSpin runs the stripe-spin hook, if any.
+func (h *testHooks) runStripeSpin(i int) {
+	if f := h.stripeSpin.Load(); f != nil {
+		(*f)(i)
 	}
 }
 

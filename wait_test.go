@@ -445,3 +445,49 @@ func TestUpdateTakesFreeHotStripe(t *testing.T) {
 	}
 	t.Fatal("no panicking Update wrote within the hot window in 20 tries")
 }
+
+// TestStripeTakerYieldsBeforeBlocking: a taker of a held hot stripe
+// yields and retries before it blocks, so a holder that releases within
+// those yields hands the stripe over without waking a blocked goroutine;
+// a holder that keeps it makes the taker block, up to LockTimeout; a
+// negative LockTimeout never waits.
+func TestStripeTakerYieldsBeforeBlocking(t *testing.T) {
+	db := openTest(t, &bwkv.Options{LockTimeout: 50 * time.Millisecond})
+	key := []byte("k")
+	if !bwkv.TryStripe(db, key) {
+		t.Fatal("a fresh stripe is held")
+	}
+	yields := 0
+	db.SetTestStripeSpinHook(func(i int) {
+		yields++
+		if i == 3 {
+			bwkv.ReleaseStripe(db, key) // the holder finishes during the 4th yield
+		}
+	})
+	start := time.Now()
+	if !bwkv.TakeStripe(db, key) {
+		t.Fatalf("the taker did not get a stripe released during its yields (waited %v)", time.Since(start))
+	}
+	if yields != 4 {
+		t.Fatalf("%d yields, want 4 (the stripe was free after the 4th)", yields)
+	}
+	// The taker holds it now; a second taker yields stripeSpins times,
+	// then blocks until LockTimeout and goes on without the stripe.
+	yields = 0
+	db.SetTestStripeSpinHook(func(int) { yields++ })
+	start = time.Now()
+	if bwkv.TakeStripe(db, key) {
+		t.Fatal("a second taker got a held stripe")
+	}
+	if yields != bwkv.StripeSpins() || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("%d yields in %v, want %d then a wait of LockTimeout", yields, time.Since(start), bwkv.StripeSpins())
+	}
+	bwkv.ReleaseStripe(db, key)
+
+	nowait := openTest(t, &bwkv.Options{LockTimeout: -1})
+	nowait.SetTestStripeSpinHook(func(int) { t.Error("a taker yielded with a negative LockTimeout") })
+	if !bwkv.TryStripe(nowait, key) || bwkv.TakeStripe(nowait, key) {
+		t.Fatal("a taker with a negative LockTimeout got a held stripe")
+	}
+	bwkv.ReleaseStripe(nowait, key)
+}
