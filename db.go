@@ -198,16 +198,20 @@ func Open(dir string, opts *Options) (*DB, error) {
 }
 
 // retireLoop retires finished transactions in the background, so that
-// consolidation can drop old versions even when commits are rare.
+// consolidation can drop old versions even when commits are rare, and
+// ticks the snapshot registry's clock (mvcc.Registry.Tick).
 func (db *DB) retireLoop() {
 	defer db.bg.Done()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
+	reg := db.mv.Registry()
+	reg.Tick(time.Now().UnixNano())
 	for {
 		select {
 		case <-db.stop:
 			return
-		case <-t.C:
+		case now := <-t.C:
+			reg.Tick(now.UnixNano())
 			db.mv.Retire()
 		}
 	}

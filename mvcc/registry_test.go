@@ -3,6 +3,7 @@ package mvcc
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestRegistryStarts: a registration is provisional (a lower bound) until
@@ -63,5 +64,38 @@ func TestManagerReaders(t *testing.T) {
 	m.Retire()
 	if _, ok := m.CommitTS(t1.ID); ok {
 		t.Fatal("retired txn still has a commit timestamp")
+	}
+}
+
+// TestRegistryTick: before any Tick a registration records the clock;
+// after one it records the ticked time (no clock read), overflow
+// registrations included, and OldestSince reports the oldest.
+func TestRegistryTick(t *testing.T) {
+	r := NewRegistry()
+	before := time.Now()
+	var first Reg
+	r.Register(&first, 1)
+	if got := r.OldestSince(); got.Before(before.Add(-time.Second)) || got.After(time.Now()) {
+		t.Fatalf("unticked registration at %v, registered at about %v", got, before)
+	}
+	r.Unregister(&first)
+	tick := time.Unix(1000, 0)
+	r.Tick(tick.UnixNano())
+	regs := make([]Reg, len(r.shards)*slotsPerShard+2) // the last 2 overflow
+	for i := range regs {
+		r.Register(&regs[i], uint64(10+i))
+	}
+	if got := r.OldestSince(); !got.Equal(tick) {
+		t.Fatalf("OldestSince %v, want the tick %v", got, tick)
+	}
+	for i := range regs[:len(regs)-1] {
+		r.Unregister(&regs[i])
+	}
+	if got := r.OldestSince(); !got.Equal(tick) {
+		t.Fatalf("OldestSince of an overflow registration %v, want the tick %v", got, tick)
+	}
+	r.Unregister(&regs[len(regs)-1])
+	if got := r.OldestSince(); !got.IsZero() {
+		t.Fatalf("OldestSince %v with nothing registered", got)
 	}
 }
