@@ -45,11 +45,21 @@ type gatherer struct {
 	gathers, gatherNanos atomic.Int64
 	// limit, when positive, replaces maxGather (tests; set before use).
 	limit time.Duration
+	// joined is set by the first Join: until then (relaxed durability) a
+	// leader does not gather, nor yield its CPU for the committers an
+	// fsync woke (there are none).
+	joined atomic.Bool
 }
 
 // Join notes a writer that runs a transaction and may ask for a Sync (its
 // commit) soon. Every Join is matched by one Leave.
-func (w *Writer) Join() { w.gather.inflight.Add(1) }
+func (w *Writer) Join() {
+	g := &w.gather
+	if !g.joined.Load() {
+		g.joined.Store(true)
+	}
+	g.inflight.Add(1)
+}
 
 // Leave notes that a joined writer logged its last record (its commit or
 // end), or stopped to wait for something other than the log; a writer that
@@ -78,6 +88,9 @@ func (g *gatherer) timed(d time.Duration) {
 // The leader is elected (syncing) and holds no lock.
 func (w *Writer) gatherCommits() {
 	g := &w.gather
+	if !g.joined.Load() {
+		return
+	}
 	// The committers the last fsync woke are runnable but may not have
 	// begun their next transaction yet: let them run first.
 	runtime.Gosched()
