@@ -83,6 +83,31 @@ func BenchmarkGetAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkGetAppendSkewed is BenchmarkGetAppend under a W2-like skew:
+// 9 reads in 10 are of one key, the rest uniform.
+func BenchmarkGetAppendSkewed(b *testing.B) {
+	const n = 100_000
+	db := loadedDB(b, n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	kb, dst := make([]byte, 0, 16), make([]byte, 0, 256)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := 7
+		if rng.IntN(10) == 0 {
+			k = rng.IntN(n)
+		}
+		kb = benchKey(kb, k)
+		s, _ := db.NewSnapshot()
+		var err error
+		dst, err = s.GetAppend(dst[:0], kb)
+		s.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkGet(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {

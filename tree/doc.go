@@ -8,7 +8,8 @@
 // loading pages from disk), write.go (a leaf write and its consolidation),
 // smo.go (splits and merges posted in parents), evict.go (eviction to
 // stubs and the background consolidations), bulk.go (bulk loading),
-// check.go (the structure check), hits.go (the sampled visit counter).
+// check.go (the structure check), hits.go (the sampled visit counter),
+// hint.go (the leaf hints of point reads).
 //
 // # Traversal
 //
@@ -28,6 +29,13 @@
 // left behind does not change the sibling, and a merge marks the sibling
 // removed. Anything else (removed, PID freed or reused, another low fence)
 // falls back to the descent.
+//
+// A point read of a key read before may start at the leaf that answered
+// it last time (hint.go): the hint is taken only if that page is a
+// resident live leaf whose fences cover the key, the test a descent ends
+// with, so a stale one costs a check and then the descent. The hints are
+// used only while a sample of reads finds them right often enough (a
+// skewed load), and only by reads: writers descend.
 //
 // # Locks
 //

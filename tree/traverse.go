@@ -193,10 +193,15 @@ func (t *Tree) Get(key []byte, vis node.Visibility) ([]byte, bool, error) {
 // GetLeaf is Get that also returns the PID of the leaf that answered: a
 // hint for a write of the same key (WriteAt), valid or not by then.
 func (t *Tree) GetLeaf(key []byte, vis node.Visibility) ([]byte, bool, uint64, error) {
+	h := t.hints.of(key)
 	for {
-		pid, p, err := t.find(key, 0)
-		if err != nil {
-			return nil, false, 0, err
+		var err error
+		pid, p := t.hinted(h, key)
+		if p == nil {
+			if pid, p, err = t.find(key, 0); err != nil {
+				return nil, false, 0, err
+			}
+			h.remember(pid)
 		}
 		if p.MayContain(key) {
 			if p, err = t.fullOnce(pid, p); err != nil {

@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"hash/maphash"
 	"sync/atomic"
 
 	"github.com/bwkv/bwkv/delta"
@@ -82,6 +83,8 @@ type Tree struct {
 	siblingHops                                                 hitCounter // sharded: every scan crossing a leaf adds
 	// stubBytes is the memory of resident stubs (node.Stub.Own).
 	stubBytes atomic.Int64
+	// hints are the leaves point reads ended at (hint.go).
+	hints leafHints
 }
 
 // Map records in pt, before New, each page's newest durable frame (the
@@ -97,6 +100,7 @@ func Map(pt *pagetable.Table[node.Page], pages map[uint64]uint64) {
 // created (dirty in the hot generation).
 func New(cfg Config, env Env, pt *pagetable.Table[node.Page]) *Tree {
 	t := &Tree{pt: pt, cfg: cfg, env: env}
+	t.hints.seed = maphash.MakeSeed()
 	slot := pt.Slot(RootPID)
 	if slot.Load() == nil && slot.Disk.Load() == 0 {
 		var bd delta.Builder
