@@ -64,21 +64,7 @@ func loadedDB(b *testing.B, n int) *bwkv.DB {
 func BenchmarkGetAppend(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("bwkv/keys=%d", n), func(b *testing.B) {
-			db := loadedDB(b, n)
-			rng := rand.New(rand.NewPCG(1, 2))
-			kb, dst := make([]byte, 0, 16), make([]byte, 0, 256)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				kb = benchKey(kb, rng.IntN(n))
-				s, _ := db.NewSnapshot()
-				var err error
-				dst, err = s.GetAppend(dst[:0], kb)
-				s.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
+			snapshotReads(b, loadedDB(b, n), func(rng *rand.Rand) int { return rng.IntN(n) })
 		})
 	}
 }
@@ -87,17 +73,23 @@ func BenchmarkGetAppend(b *testing.B) {
 // 9 reads in 10 are of one key, the rest uniform.
 func BenchmarkGetAppendSkewed(b *testing.B) {
 	const n = 100_000
-	db := loadedDB(b, n)
+	snapshotReads(b, loadedDB(b, n), func(rng *rand.Rand) int {
+		if rng.IntN(10) == 0 {
+			return rng.IntN(n)
+		}
+		return 7
+	})
+}
+
+// snapshotReads reads b.N keys, each in a fresh snapshot, the key's number
+// drawn by pick.
+func snapshotReads(b *testing.B, db *bwkv.DB, pick func(*rand.Rand) int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	kb, dst := make([]byte, 0, 16), make([]byte, 0, 256)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		k := 7
-		if rng.IntN(10) == 0 {
-			k = rng.IntN(n)
-		}
-		kb = benchKey(kb, k)
+		kb = benchKey(kb, pick(rng))
 		s, _ := db.NewSnapshot()
 		var err error
 		dst, err = s.GetAppend(dst[:0], kb)
