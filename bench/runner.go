@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"time"
 )
@@ -57,6 +58,10 @@ type RunOptions struct {
 	// BlockProfile+".mutex" the mutex contention profile (one in 10): where
 	// workers wait rather than run.
 	BlockProfile string
+	// Trace, when set, receives a runtime execution trace of the measure
+	// phase: `go tool trace -pprof=sched FILE` shows how long goroutines
+	// waited for a CPU after being woken, which no profile above shows.
+	Trace string
 }
 
 // DefaultRunOptions returns kv_bench's defaults where it has one.
@@ -505,6 +510,16 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 		runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
 		runtime.SetMutexProfileFraction(10)
 	}
+	if o.Trace != "" {
+		f, err := os.Create(o.Trace)
+		if err != nil {
+			return measured{}, err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return measured{}, err
+		}
+	}
 	before := ReadRuntime()
 	cpuBefore := processCPU()
 	start := time.Now()
@@ -516,6 +531,9 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 	after := ReadRuntime()
 	if o.CPUProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if o.Trace != "" {
+		trace.Stop()
 	}
 	if o.BlockProfile != "" {
 		runtime.SetBlockProfileRate(0)

@@ -103,6 +103,7 @@ func cmdRun(args []string) error {
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the measure phase")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write allocation profiles at the start (FILE.base) and end (FILE) of the measure phase")
 	fs.StringVar(&o.BlockProfile, "blockprofile", "", "write the blocking (FILE) and mutex contention (FILE.mutex) profiles of the measure phase")
+	fs.StringVar(&o.Trace, "trace", "", "write a runtime execution trace of the measure phase (go tool trace -pprof=sched|sync|syscall FILE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
