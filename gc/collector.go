@@ -2,6 +2,7 @@ package gc
 
 import (
 	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -354,20 +355,66 @@ type victimFrame struct {
 	n   int
 }
 
-// victimFrames lists the victims' frames in address order.
+// victimFrames lists the victims' frames in address order. Each file's
+// table is in address order already, so the lists are merged (a heap of
+// the files' next frames: O(frames log victims)) rather than sorted.
 func (c *Collector) victimFrames(victims []manifest.FileMeta) ([]victimFrame, error) {
-	var all []victimFrame
+	lists := make([][]pool.PageFrame, 0, len(victims))
+	total := 0
 	for _, v := range victims {
 		frames, err := c.env.Files.Frames(v.ID)
 		if err != nil {
 			return nil, fmt.Errorf("gc: list frames of file %d: %w", v.ID, err)
 		}
-		for _, f := range frames {
-			all = append(all, victimFrame{frameAt{addr: f.Addr, file: v.ID}, f.PID, f.Len})
+		byAddr := func(a, b pool.PageFrame) int { return cmp.Compare(a.Addr, b.Addr) }
+		if !slices.IsSortedFunc(frames, byAddr) { // a pool.File's always is
+			frames = slices.Clone(frames)
+			slices.SortFunc(frames, byAddr)
+		}
+		lists = append(lists, frames)
+		total += len(frames)
+	}
+	all := make([]victimFrame, 0, total)
+	h := make(frameHeap, 0, len(lists))
+	for i, l := range lists {
+		if len(l) > 0 {
+			h = append(h, frameCursor{addr: l[0].Addr, list: i})
 		}
 	}
-	slices.SortFunc(all, func(a, b victimFrame) int { return cmp.Compare(a.addr, b.addr) })
+	heap.Init(&h)
+	for len(h) > 0 {
+		cur := &h[0]
+		l := lists[cur.list]
+		f := l[cur.next]
+		all = append(all, victimFrame{frameAt{addr: f.Addr, file: victims[cur.list].ID}, f.PID, f.Len})
+		if cur.next++; cur.next < len(l) {
+			cur.addr = l[cur.next].Addr
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+	}
 	return all, nil
+}
+
+// frameCursor is a victim's next frame in victimFrames' merge.
+type frameCursor struct {
+	addr       uint64
+	list, next int
+}
+
+// frameHeap orders the victims' cursors by their next frame's address.
+type frameHeap []frameCursor
+
+func (h frameHeap) Len() int           { return len(h) }
+func (h frameHeap) Less(i, j int) bool { return h[i].addr < h[j].addr }
+func (h frameHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *frameHeap) Push(x any)        { *h = append(*h, x.(frameCursor)) }
+func (h *frameHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // victimError is a victim frame that could not be read.

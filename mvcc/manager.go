@@ -27,8 +27,9 @@ const (
 type Txn struct {
 	// ID is the txid and start timestamp.
 	ID uint64
-	// Began is the wall-clock start, for Stats' oldest-txn age.
-	Began time.Time
+	// began is the wall-clock start (Unix nanoseconds, from the
+	// registry's clock: Registry.Now), for Stats' oldest-txn age.
+	began int64
 
 	mu       sync.Mutex // held across the commit_ts draw-and-publish step; guards ended and done
 	state    atomic.Uint32
@@ -110,8 +111,9 @@ func (m *Manager) AdvanceTo(v uint64) {
 
 // Begin registers and returns a new active txn.
 func (m *Manager) Begin() *Txn {
-	t := &Txn{Began: time.Now()}
-	m.reg.RegisterAt(&t.Reg, m.ts.Load(), t.Began.UnixNano())
+	now := m.reg.Now()
+	t := &Txn{began: now}
+	m.reg.RegisterAt(&t.Reg, m.ts.Load(), now)
 	m.qmu.Lock()
 	t.ID = m.ts.Add(1)
 	m.status.Store(t.ID, t)
@@ -345,7 +347,7 @@ func (m *Manager) Oldest() time.Time {
 	defer m.qmu.Unlock()
 	for _, t := range m.queue[m.qhead:] {
 		if s := t.State(); s == Active || s == Committing {
-			return t.Began
+			return time.Unix(0, t.began)
 		}
 	}
 	return time.Time{}

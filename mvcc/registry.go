@@ -65,11 +65,17 @@ func NewRegistry() *Registry {
 // next) in a free slot, marked provisional until Settle. O(1) expected;
 // allocation-free unless every slot is taken.
 func (r *Registry) Register(g *Reg, lowerBound uint64) {
-	since := r.clock.Load()
-	if since == 0 {
-		since = time.Now().UnixNano()
+	r.RegisterAt(g, lowerBound, r.Now())
+}
+
+// Now returns the time registrations record (Unix nanoseconds): the
+// last Tick, or the clock's reading if nothing ticks (a read-only
+// database runs no ticker).
+func (r *Registry) Now() int64 {
+	if now := r.clock.Load(); now != 0 {
+		return now
 	}
-	r.RegisterAt(g, lowerBound, since)
+	return time.Now().UnixNano()
 }
 
 // Tick sets the time later registrations record (unix nanos, > 0): the

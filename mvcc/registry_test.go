@@ -69,7 +69,8 @@ func TestManagerReaders(t *testing.T) {
 
 // TestRegistryTick: before any Tick a registration records the clock;
 // after one it records the ticked time (no clock read), overflow
-// registrations included, and OldestSince reports the oldest.
+// registrations included, and OldestSince reports the oldest; a
+// transaction's start (Manager.Oldest) is read from the same clock.
 func TestRegistryTick(t *testing.T) {
 	r := NewRegistry()
 	before := time.Now()
@@ -97,5 +98,20 @@ func TestRegistryTick(t *testing.T) {
 	r.Unregister(&regs[len(regs)-1])
 	if got := r.OldestSince(); !got.IsZero() {
 		t.Fatalf("OldestSince %v with nothing registered", got)
+	}
+
+	// A transaction's start time comes from the same clock: unticked,
+	// the clock's reading; ticked, the tick.
+	m := NewManager(1, func() uint64 { return 0 })
+	before = time.Now()
+	m.Begin()
+	if got := m.Oldest(); got.Before(before.Add(-time.Second)) || got.After(time.Now()) {
+		t.Fatalf("unticked txn began at %v, began at about %v", got, before)
+	}
+	m2 := NewManager(1, func() uint64 { return 0 })
+	m2.Registry().Tick(tick.UnixNano())
+	m2.Begin()
+	if got := m2.Oldest(); !got.Equal(tick) {
+		t.Fatalf("txn began at %v, want the tick %v", got, tick)
 	}
 }
