@@ -123,6 +123,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	}
 	// INV-P2: PIDs removed in this generation are reusable now.
 	db.pt.Reclaim(g.ID)
+	db.sizeLeaves()
 	db.gc.worker.Published()
 	db.ckpt.Published(res, uint64(g.Bytes()))
 	db.cache.OfferPublished(g)
@@ -187,4 +188,26 @@ func (db *DB) abortTooOld(tx *Txn) {
 	tx.mu.Unlock()
 	db.stats.tooOld.Add(1)
 	_ = tx.rollback(true)
+}
+
+// sizeLeaves marks the tree large (tree.Tree.SetLarge: smaller leaves)
+// while the data files' live bytes exceed largeDataFactor x CacheBytes,
+// and small again once they fall below smallDataFactor x (leavesLarge).
+// At Open (before recovery) and after each publish, in O(data files).
+func (db *DB) sizeLeaves() {
+	files, _, _ := db.man.Files()
+	var live int64
+	for _, f := range files {
+		live += f.Live
+	}
+	db.tree.SetLarge(leavesLarge(db.tree.Large(), live, db.opts.CacheBytes))
+}
+
+// leavesLarge is sizeLeaves' rule: whether the tree is large with live
+// bytes of data and a cache of cache bytes, given whether it was.
+func leavesLarge(was bool, live, cache int64) bool {
+	if was {
+		return float64(live) >= smallDataFactor*float64(cache)
+	}
+	return float64(live) > largeDataFactor*float64(cache)
 }

@@ -258,3 +258,10 @@ func (db *DB) SetTestStripeSpinHook(f func(i int)) {
 	}
 	db.hooks.stripeSpin.Store(&f)
 }
+
+// TreeLarge reports whether the tree splits leaves by the small size
+// (sizeLeaves: the data far outgrows the cache).
+func TreeLarge(db *DB) bool { return db.tree.Large() }
+
+// LeavesLarge is sizeLeaves' rule (leavesLarge).
+func LeavesLarge(was bool, live, cache int64) bool { return leavesLarge(was, live, cache) }

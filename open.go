@@ -58,6 +58,8 @@ func (db *DB) open(exists bool) error {
 		ChainMax:     o.DeltaChainMax,
 		ReadChain:    db.hooks.readChainOr(max(1, o.DeltaChainMax/3)),
 		SplitBytes:   leafSplitBytes,
+		// Chosen by sizeLeaves, after recovery and each publish.
+		SmallSplitBytes: smallLeafBytes,
 	}, tree.Env{
 		Retention:   retention{db},
 		Gens:        db.gens,
@@ -70,6 +72,7 @@ func (db *DB) open(exists bool) error {
 	db.readOnly.Store(o.ReadOnly)
 	db.snapPool.New = func() any { return new(snapSlab) }
 	db.initHot()
+	db.sizeLeaves()
 	if err := db.recover(exists, st); err != nil {
 		return err
 	}

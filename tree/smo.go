@@ -164,8 +164,8 @@ func (t *Tree) tryMerge(key []byte) error {
 	}
 	c := lp.Collect(t.env.Retention)
 	c.Append(rp, t.env.Retention)
-	n := c.Keys()
-	if n > t.cfg.SplitEntries*3/4 || (t.cfg.SplitBytes > 0 && c.Bytes() > t.cfg.SplitBytes*3/4) {
+	n, sb := c.Keys(), t.splitBytes()
+	if n > t.cfg.SplitEntries*3/4 || (sb > 0 && c.Bytes() > sb*3/4) {
 		return nil
 	}
 	merged := t.addr(c.Build(0, n, lp.Base.Low, rp.Base.High, rp.Base.Sibling))

@@ -28,16 +28,41 @@ type Config struct {
 	// large values splits before it reaches SplitEntries keys, so a
 	// consolidation never copies much more than this (0: no byte bound).
 	SplitBytes int
+	// SmallSplitBytes, if positive, replaces SplitBytes while the tree is
+	// marked large (SetLarge): its data far outgrows the cache, most
+	// reads load their leaf from disk, and a smaller leaf is a smaller
+	// read and decode per miss.
+	SmallSplitBytes int
+}
+
+// SetLarge says whether the data far outgrows the cache: while it does,
+// leaves split and merge by SmallSplitBytes instead of SplitBytes (pages
+// change size as they are next consolidated; nothing is rewritten for
+// it). The engine decides after each publish from the data files' live
+// bytes.
+func (t *Tree) SetLarge(large bool) { t.large.Store(large) }
+
+// Large reports what SetLarge last said.
+func (t *Tree) Large() bool { return t.large.Load() }
+
+// splitBytes is the leaf byte bound now (0: none).
+func (t *Tree) splitBytes() int {
+	if t.cfg.SmallSplitBytes > 0 && t.large.Load() {
+		return t.cfg.SmallSplitBytes
+	}
+	return t.cfg.SplitBytes
 }
 
 // tooBig reports whether consolidated contents must split.
 func (t *Tree) tooBig(c *node.Contents) bool {
-	return c.Keys() > t.cfg.SplitEntries || (t.cfg.SplitBytes > 0 && c.Bytes() > t.cfg.SplitBytes && c.Keys() >= 2)
+	sb := t.splitBytes()
+	return c.Keys() > t.cfg.SplitEntries || (sb > 0 && c.Bytes() > sb && c.Keys() >= 2)
 }
 
 // underfull reports whether consolidated contents should merge.
 func (t *Tree) underfull(c *node.Contents) bool {
-	return c.Keys() < t.cfg.SplitEntries/4 && (t.cfg.SplitBytes == 0 || c.Bytes() < t.cfg.SplitBytes/4)
+	sb := t.splitBytes()
+	return c.Keys() < t.cfg.SplitEntries/4 && (sb == 0 || c.Bytes() < sb/4)
 }
 
 // Env is what the tree asks of the rest of the engine.
@@ -79,6 +104,7 @@ type Tree struct {
 	env Env
 
 	consolidations, splits, rootSplits, merges, restarts, loads atomic.Uint64
+	large                                                       atomic.Bool // SetLarge
 	hits                                                        hitCounter
 	siblingHops                                                 hitCounter // sharded: every scan crossing a leaf adds
 	// stubBytes is the memory of resident stubs (node.Stub.Own).

@@ -1,0 +1,96 @@
+package tree
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
+)
+
+// leafSizes returns the key and value bytes of every leaf, left to right.
+func leafSizes(t *testing.T, tr *Tree) []int {
+	t.Helper()
+	pid := RootPID
+	for {
+		p := tr.pt.Load(pid)
+		if p.Base.Level == 0 {
+			break
+		}
+		pid = pagetable.PID(p.Base.ChildAt(0))
+	}
+	var out []int
+	for pid != 0 {
+		p := tr.pt.Load(pid)
+		n := 0
+		for i := 0; i < p.Base.Len(); i++ {
+			n += len(p.Base.KeyAt(i)) + len(p.Base.ValueAt(i))
+		}
+		for d := p.Head; d != nil; d = d.Next {
+			n += len(d.Key) + len(d.Value)
+		}
+		out = append(out, n)
+		pid = pagetable.PID(p.Base.Sibling)
+	}
+	return out
+}
+
+// TestSetLarge: leaves split by SplitBytes until the tree is marked large,
+// then by SmallSplitBytes as each is next consolidated, and merge back
+// towards SplitBytes once it is not; every key reads its value throughout.
+func TestSetLarge(t *testing.T) {
+	env := Env{Retention: keepAll{}, Gens: generation.NewManager(1, 0)}
+	tr := New(Config{SplitEntries: 128, ChainMax: 1, SplitBytes: 32 << 10, SmallSplitBytes: 8 << 10}, env, pagetable.New[node.Page](RootPID+1))
+	const keys = 300
+	seq := uint32(0)
+	writeAll := func() {
+		for i := range keys {
+			k := fmt.Appendf(nil, "key%05d", i)
+			v := bytes.Repeat([]byte{byte(i)}, 1000)
+			seq++
+			if err := tr.Write(k, func(*node.Page) (*delta.Delta, error) { return delta.New(k, v, 1, seq, 0), nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range keys {
+			k := fmt.Appendf(nil, "key%05d", i)
+			v, ok, err := tr.Get(k, allVisible{})
+			if err != nil || !ok || len(v) != 1000 || v[0] != byte(i) {
+				t.Fatalf("%s: %d bytes, %v, %v", k, len(v), ok, err)
+			}
+		}
+	}
+	maxLeaf := func() (int, int) {
+		sizes := leafSizes(t, tr)
+		m := 0
+		for _, s := range sizes {
+			m = max(m, s)
+		}
+		return m, len(sizes)
+	}
+	writeAll()
+	big, nBig := maxLeaf()
+	if big <= 8<<10 || big > 32<<10+1100 {
+		t.Fatalf("largest leaf %d bytes before SetLarge, want (8 KiB, 32 KiB]", big)
+	}
+	tr.SetLarge(true)
+	if !tr.Large() {
+		t.Fatal("Large() false after SetLarge(true)")
+	}
+	writeAll()
+	writeAll() // a leaf split in two may need a second consolidation
+	small, nSmall := maxLeaf()
+	if small > 8<<10+1100 || nSmall < 2*nBig {
+		t.Fatalf("large tree: largest leaf %d bytes, %d leaves (were %d), want <= 8 KiB and at least twice as many", small, nSmall, nBig)
+	}
+	tr.SetLarge(false)
+	for range 4 {
+		writeAll()
+	}
+	if _, n := maxLeaf(); n >= nSmall {
+		t.Fatalf("%d leaves after the tree is small again, were %d: underfull leaves did not merge", n, nSmall)
+	}
+}
