@@ -39,8 +39,10 @@ func leafSizes(t *testing.T, tr *Tree) []int {
 }
 
 // TestSetLarge: leaves split by SplitBytes until the tree is marked large,
-// then by SmallSplitBytes as each is next consolidated, and merge back
-// towards SplitBytes once it is not; every key reads its value throughout.
+// then by SmallSplitBytes as each is next consolidated (a leaf more than
+// twice that size in one consolidation, its extra separators left as half
+// splits that the structural check accepts), and merge back towards
+// SplitBytes once it is not; every key reads its value throughout.
 func TestSetLarge(t *testing.T) {
 	env := Env{Retention: keepAll{}, Gens: generation.NewManager(1, 0)}
 	tr := New(Config{SplitEntries: 128, ChainMax: 1, SplitBytes: 32 << 10, SmallSplitBytes: 8 << 10}, env, pagetable.New[node.Page](RootPID+1))
@@ -80,8 +82,10 @@ func TestSetLarge(t *testing.T) {
 	if !tr.Large() {
 		t.Fatal("Large() false after SetLarge(true)")
 	}
-	writeAll()
-	writeAll() // a leaf split in two may need a second consolidation
+	writeAll() // each leaf consolidates once: split to size at once (splitMany)
+	if err := tr.Check(); err != nil {
+		t.Fatalf("after the splits: %v", err)
+	}
 	small, nSmall := maxLeaf()
 	if small > 8<<10+1100 || nSmall < 2*nBig {
 		t.Fatalf("large tree: largest leaf %d bytes, %d leaves (were %d), want <= 8 KiB and at least twice as many", small, nSmall, nBig)
@@ -92,5 +96,8 @@ func TestSetLarge(t *testing.T) {
 	}
 	if _, n := maxLeaf(); n >= nSmall {
 		t.Fatalf("%d leaves after the tree is small again, were %d: underfull leaves did not merge", n, nSmall)
+	}
+	if err := tr.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
