@@ -36,15 +36,15 @@ const (
 const leafSplitBytes = 32 << 10
 
 // Leaves of a database whose data far outgrows the cache split at
-// smallLeafBytes instead: most reads then load their leaf from disk, and a
-// quarter of the bytes is a quarter of the read and decode per miss (2M
-// keys of 1 KiB with a 256 MiB cache: reads +31%, updates +12% in paired
-// runs), while in memory whole leaves are cheaper (fewer pages to write,
-// split and consolidate: 8 KiB leaves cost a write-heavy load 25% with
-// the data in the cache). The data counts as large from largeDataFactor
-// times CacheBytes of live frame bytes, and as small again below
-// smallDataFactor times (hysteresis: a size near the bound does not
-// flip-flop). sizeLeaves decides after each publish.
+// smallLeafBytes instead: most reads and writes then load their leaf from
+// disk, and a quarter of the bytes is a quarter of the read and decode per
+// miss (2M keys of 1 KiB with a 256 MiB cache: updates +7% to +35% in
+// paired runs), while in memory whole leaves are cheaper (fewer pages to
+// write, split and consolidate: 8 KiB leaves cost a write-heavy load 25%
+// with the data in the cache). The data counts as large from
+// largeDataFactor times CacheBytes of live frame bytes, and as small again
+// below smallDataFactor times (hysteresis: a size near the bound does not
+// flip-flop). sizeLeaves decides at Open and after each publish.
 const (
 	smallLeafBytes  = 8 << 10
 	largeDataFactor = 2.0

@@ -58,7 +58,8 @@ func (db *DB) open(exists bool) error {
 		ChainMax:     o.DeltaChainMax,
 		ReadChain:    db.hooks.readChainOr(max(1, o.DeltaChainMax/3)),
 		SplitBytes:   leafSplitBytes,
-		// Chosen by sizeLeaves, after recovery and each publish.
+		// Used while sizeLeaves says the data is large (at Open, before
+		// recovery, and after each publish).
 		SmallSplitBytes: smallLeafBytes,
 	}, tree.Env{
 		Retention:   retention{db},
