@@ -38,7 +38,7 @@ const leafSplitBytes = 32 << 10
 // Leaves of a database whose data far outgrows the cache split at
 // smallLeafBytes instead: most reads and writes then load their leaf from
 // disk, and a quarter of the bytes is a quarter of the read and decode per
-// miss (2M keys of 1 KiB with a 256 MiB cache: updates +7% to +35% in
+// miss (2M keys of 1 KiB with a 256 MiB cache: updates +6% to +25% in
 // paired runs), while in memory whole leaves are cheaper (fewer pages to
 // write, split and consolidate: 8 KiB leaves cost a write-heavy load 25%
 // with the data in the cache). The data counts as large from

@@ -336,32 +336,6 @@ func (c *Contents) SplitKey() (idx int, key []byte) {
 	return k, c.vers[i].key
 }
 
-// SplitKeys returns where to cut the contents into pieces of about
-// target key and value bytes: ascending key indices in (0, Keys()), each
-// starting a piece (none if the contents fit one piece). Every piece
-// holds at least one key. O(versions).
-func (c *Contents) SplitKeys(target int) []int {
-	var cuts []int
-	acc := 0
-	for k, s := range c.keyStart {
-		if k > 0 && acc >= target {
-			cuts = append(cuts, k)
-			acc = 0
-		}
-		e := len(c.vers)
-		if k+1 < len(c.keyStart) {
-			e = c.keyStart[k+1]
-		}
-		for _, v := range c.vers[s:e] {
-			acc += len(v.key) + len(v.val)
-		}
-	}
-	return cuts
-}
-
-// KeyAt returns the k-th distinct key of the contents.
-func (c *Contents) KeyAt(k int) []byte { return c.vers[c.keyStart[k]].key }
-
 // Build returns a base holding distinct keys [from, to) of the contents.
 func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.Base {
 	var bd delta.Builder

@@ -41,12 +41,10 @@ func buildInner(keys [][]byte, kids []uint64, low, high []byte, sibling uint64, 
 // post inserts a split's separator into the page one level up, splitting
 // that page in turn when it overflows. It holds one lock at a time.
 func (t *Tree) post(sp *split) error {
-	for ; sp != nil; sp = sp.more {
-		for s := sp; s != nil; {
-			var err error
-			if s, err = t.postOnce(s); err != nil {
-				return err
-			}
+	for sp != nil {
+		var err error
+		if sp, err = t.postOnce(sp); err != nil {
+			return err
 		}
 	}
 	return nil

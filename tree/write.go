@@ -107,9 +107,6 @@ type split struct {
 	level uint8
 	sep   []byte
 	right pagetable.PID
-	// more is the next separator of the same split to post (splitMany),
-	// left to right; nil for a split in two.
-	more *split
 }
 
 // consolidate builds a new base for a locked leaf, splitting it if it
@@ -137,44 +134,8 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 		return &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, 1))}, nil, false
 	}
 	t.splits.Add(1)
-	if sb := t.splitBytes(); t.large.Load() && sb > 0 && c.Bytes() > 2*sb {
-		if cuts := c.SplitKeys(sb * 3 / 4); len(cuts) >= 2 {
-			return t.splitMany(c, b, cuts)
-		}
-	}
 	rpid := t.pt.Alloc()
 	t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, b.High, b.Sibling))}, 1)
 	left := &node.Page{Base: t.addr(c.Build(0, k, b.Low, sep, uint64(rpid)))}
 	return left, &split{level: 1, sep: bytes.Clone(sep), right: rpid}, false
-}
-
-// splitMany splits the contents c of a leaf (base b, not the root) at the
-// key indices cuts (ascending, inside (0, Keys())) in one atomic unit: it
-// publishes the new right pages from the rightmost, each linked to the
-// next, and returns the left page and the separators to post, left to
-// right (split.more). Until each is posted the pages right of it are a
-// half split, which readers cross through the sibling links and a writer
-// through it posts (as after a crash between a split and its post). A
-// leaf that grew well past the split size (a large tree's leaves, written
-// at the old size, shrink when next consolidated) thus splits to size at
-// once instead of by halves, one consolidation at a time.
-func (t *Tree) splitMany(c *node.Contents, b *delta.Base, cuts []int) (*node.Page, *split, bool) {
-	next, high := b.Sibling, b.High
-	var sp *split
-	for j := len(cuts) - 1; j >= 0; j-- {
-		end := c.Keys()
-		if j+1 < len(cuts) {
-			end = cuts[j+1]
-		}
-		sep := c.KeyAt(cuts[j])
-		rpid := t.pt.Alloc()
-		t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(cuts[j], end, sep, high, next))}, 1)
-		if j > 0 {
-			t.splits.Add(1)
-		}
-		next, high = uint64(rpid), sep
-		sp = &split{level: 1, sep: bytes.Clone(sep), right: rpid, more: sp}
-	}
-	left := &node.Page{Base: t.addr(c.Build(0, cuts[0], b.Low, high, next))}
-	return left, sp, false
 }
