@@ -126,7 +126,11 @@ type Options struct {
 	// per leaf, 0.2 MiB for 300k 16-byte keys), more with small pages,
 	// whose inner pages' fence keys weigh more. Each resident page (stubs
 	// included) also has a GC ledger entry: about 64 bytes plus 16 per
-	// durable frame of its chain (under 6x DeltaChainMax).
+	// durable frame of its chain (under 6x DeltaChainMax). While the data
+	// files hold more than twice CacheBytes of live data (until they fall
+	// below 1.5 times), leaves split at 8 KiB instead of 32 KiB: most
+	// reads then load their leaf from disk, and a smaller leaf is a
+	// smaller read per miss (docs/architecture.md).
 	CacheBytes int64
 	// WALSegmentBytes is the log segment size; default 64 MiB. It must be at
 	// least 2*MaxValueSize + MaxKeySize + 64 (a record never spans segments);
