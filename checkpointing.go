@@ -195,11 +195,7 @@ func (db *DB) abortTooOld(tx *Txn) {
 // and small again once they fall below smallDataFactor x (leavesLarge).
 // At Open (before recovery) and after each publish, in O(data files).
 func (db *DB) sizeLeaves() {
-	files, _, _ := db.man.Files()
-	var live int64
-	for _, f := range files {
-		live += f.Live
-	}
+	_, live := db.man.FileBytes()
 	db.tree.SetLarge(leavesLarge(db.tree.Large(), live, db.opts.CacheBytes))
 }
 

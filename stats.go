@@ -180,11 +180,7 @@ func (db *DB) Stats() Stats {
 	if s.GC.Rounds == 0 && db.man != nil {
 		// Before the first GC round of this Open the collector has not
 		// looked at the files yet: take the totals from the manifest.
-		files, _, _ := db.man.Files()
-		for _, f := range files {
-			s.GC.DataBytes += f.Total
-			s.GC.LiveBytes += f.Live
-		}
+		s.GC.DataBytes, s.GC.LiveBytes = db.man.FileBytes()
 		if s.GC.LiveBytes > 0 {
 			s.GC.SpaceAmplification = float64(s.GC.DataBytes) / float64(s.GC.LiveBytes)
 		}

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -497,28 +498,22 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 		}
 	}
 	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
+		f, err := startRecording(o.CPUProfile, pprof.StartCPUProfile)
 		if err != nil {
 			return measured{}, err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return measured{}, err
-		}
 	}
 	if o.BlockProfile != "" {
 		runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
 		runtime.SetMutexProfileFraction(10)
 	}
 	if o.Trace != "" {
-		f, err := os.Create(o.Trace)
+		f, err := startRecording(o.Trace, trace.Start)
 		if err != nil {
 			return measured{}, err
 		}
 		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return measured{}, err
-		}
 	}
 	before := ReadRuntime()
 	cpuBefore := processCPU()
@@ -560,4 +555,19 @@ func measure(eng Engine, w Workload, chooser Chooser, path ReadPath, o RunOption
 		m.lat.Merge(wk.lat)
 	}
 	return m, nil
+}
+
+// startRecording creates name and starts a recorder writing to it (the CPU
+// profile, the execution trace). The caller stops the recorder, then closes
+// the file; on error nothing is left open.
+func startRecording(name string, start func(io.Writer) error) (*os.File, error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
