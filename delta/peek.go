@@ -1,0 +1,116 @@
+package delta
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Version is one version of a key as PeekFrame finds it in a frame. Value
+// aliases the frame's bytes (or a decompression buffer): it is valid only
+// during the callback.
+type Version struct {
+	TxID  uint64
+	Seq   uint32
+	Flags Flags
+	Value []byte
+}
+
+// PeekFrame calls visit, in the order a page's Versions would, on each
+// version of key in the leaf frame that b holds exactly: the delta's if it
+// is key's, or a leaf base's entries for key. It is the point read of a
+// page that stays on disk: nothing is decoded beyond the header and the
+// entries before key's, and nothing is allocated unless the payload is
+// compressed (a pooled buffer). b must have passed VerifyFrame (its CRC
+// and header); PeekFrame checks every length it follows, so bad bytes
+// return a *base.CorruptionError and never a panic. A blob frame or an
+// inner base is a corruption error: a leaf's chain holds neither.
+func PeekFrame(b, key []byte, visit func(Version)) (FrameHeader, error) {
+	h, err := ParseFrameHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Len != len(b) {
+		return h, corrupt(fhLength, "length field says %d bytes, the frame has %d", h.Len, len(b))
+	}
+	p := b[FrameHeaderSize:]
+	if h.Codec != CodecNone {
+		bp, plain, err := decompress(h.Codec, p, h.PayloadLen)
+		if err != nil {
+			return h, err
+		}
+		defer putScratch(bp)
+		p = plain
+	}
+	switch h.Kind {
+	case KindDelta:
+		if len(p) >= entryHeader && uint64(binary.LittleEndian.Uint32(p))+uint64(binary.LittleEndian.Uint32(p[4:])) != uint64(len(p)-entryHeader) {
+			return h, corrupt(FrameHeaderSize, "a delta payload of %d bytes that its entry does not fill", len(p))
+		}
+		return h, peekEntries(p, 1, key, FrameHeaderSize, visit)
+	case KindBase:
+		return h, peekBase(p, b[fhFlags]&frameHasHigh != 0, key, visit)
+	default:
+		return h, corrupt(fhKind, "a %s frame in a leaf's chain", h.Kind)
+	}
+}
+
+// peekBase finds key's entries in a leaf base payload p.
+func peekBase(p []byte, hasHigh bool, key []byte, visit func(Version)) error {
+	const at = FrameHeaderSize
+	if len(p) < basePayloadFixed {
+		return corrupt(at, "base payload of %d bytes is shorter than %d", len(p), basePayloadFixed)
+	}
+	count := binary.LittleEndian.Uint32(p[12:])
+	lowLen := binary.LittleEndian.Uint32(p[16:])
+	highLen := binary.LittleEndian.Uint32(p[20:])
+	switch {
+	case p[24] != 0:
+		return corrupt(at+24, "an inner base (level %d) in a leaf's chain", p[24])
+	case !hasHigh && highLen != 0:
+		return corrupt(at+20, "high fence of %d bytes without the has-high flag", highLen)
+	case uint64(lowLen)+uint64(highLen) > uint64(len(p)-basePayloadFixed):
+		return corrupt(at+16, "fences of %d and %d bytes overrun the %d-byte payload", lowLen, highLen, len(p))
+	}
+	fences := basePayloadFixed + int(lowLen) + int(highLen)
+	return peekEntries(p[fences:], count, key, at+fences, visit)
+}
+
+// peekEntries walks up to count slab-layout entries of s (at offset sAt in
+// the frame) in key order and visits key's, stopping at the first key
+// after it. A delta payload is a slab of one entry.
+func peekEntries(s []byte, count uint32, key []byte, sAt int, visit func(Version)) error {
+	off := 0
+	for i := uint32(0); i < count; i++ {
+		if len(s)-off < entryHeader {
+			return corrupt(sAt+off, "entry %d: header overruns the payload", i)
+		}
+		kl := binary.LittleEndian.Uint32(s[off:])
+		vl := binary.LittleEndian.Uint32(s[off+4:])
+		if uint64(kl)+uint64(vl) > uint64(len(s)-off-entryHeader) {
+			return corrupt(sAt+off, "entry %d: key of %d and value of %d bytes overrun the payload", i, kl, vl)
+		}
+		fl := Flags(s[off+20])
+		if fl&^flagsKnown != 0 {
+			return corrupt(sAt+off+20, "entry %d: unknown version flags %#02x", i, uint8(fl))
+		}
+		if fl&Blob != 0 && (vl != BlobRefSize || fl&Tombstone != 0) {
+			return corrupt(sAt+off, "entry %d: blob reference of %d bytes (flags %#02x)", i, vl, uint8(fl))
+		}
+		ks := off + entryHeader
+		vs := ks + int(kl)
+		c := bytes.Compare(s[ks:vs], key)
+		if c > 0 {
+			return nil
+		}
+		if c == 0 {
+			visit(Version{
+				TxID:  binary.LittleEndian.Uint64(s[off+8:]),
+				Seq:   binary.LittleEndian.Uint32(s[off+16:]),
+				Flags: fl,
+				Value: s[vs : vs+int(vl) : vs+int(vl)],
+			})
+		}
+		off = vs + int(vl)
+	}
+	return nil
+}
