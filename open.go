@@ -67,6 +67,8 @@ func (db *DB) open(exists bool) error {
 		Load:        db.loadPage,
 		Loaded:      func(pid pagetable.PID) { db.cache.Loaded(pid) },
 		WantCompact: func(pid pagetable.PID) { db.cache.WantCompact(pid) },
+		Peek:        db.peekPage,
+		Admit:       func(s *node.Stub) bool { return db.cache.Admit(s) },
 	}, db.pt)
 	db.cache = db.newCache()
 	db.ckpt = db.newCheckpointer()

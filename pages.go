@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/gc"
@@ -11,6 +12,7 @@ import (
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/pool"
+	"github.com/bwkv/bwkv/tree"
 )
 
 // Page reads: a page's durable chain read from the data files through the
@@ -152,5 +154,124 @@ func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
 			}
 		}
 		return nil, "", err
+	}
+}
+
+// peekPage is the point read of key in page pid's durable chain from addr
+// down to its base, without rebuilding the page (tree.Env.Peek): each
+// frame's raw bytes are read into a pooled buffer, checked (CRC, table,
+// page) and searched for key (delta.PeekFrame). It returns key's versions,
+// newest first, as a base of that one key (blob values read) with the
+// page's fences, which the tree puts under the stub's in-memory chain.
+// Retried like loadPage when a GC rewrite moved what it followed. It
+// records nothing for the GC: the page stays on disk.
+func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte) (tree.Peek, error) {
+	bp := peekBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) > maxPeekBuf {
+			*bp = nil
+		}
+		peekBufs.Put(bp)
+	}()
+	for attempt := 0; ; attempt++ {
+		epoch := db.gcEpoch()
+		pk, err := db.peekChain(pid, addr, key, bp)
+		if err == nil || attempt >= readRetries || !db.gcMoved(epoch) {
+			return pk, err
+		}
+	}
+}
+
+// peekChain is one attempt of peekPage.
+func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte) (tree.Peek, error) {
+	var bd delta.Builder
+	var pk tree.Peek
+	var blobErr error
+	for a := head; ; {
+		raw, h, name, err := db.readRaw((*bp)[:0], a)
+		*bp = raw[:0]
+		if err != nil {
+			return pk, err
+		}
+		pk.Bytes += len(raw)
+		pk.Frames++
+		if h.PID != uint64(pid) {
+			return pk, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, h.PID, pid)
+		}
+		_, f, err := delta.PeekFrame(raw, key, func(v delta.Version) {
+			if v.Flags&delta.Blob != 0 && blobErr == nil {
+				var val []byte
+				if val, blobErr = db.peekBlob(pid, v.Value); blobErr == nil {
+					bd.Add(key, val, v.TxID, v.Seq, v.Flags&^delta.Blob)
+				}
+				return
+			}
+			bd.Add(key, v.Value, v.TxID, v.Seq, v.Flags)
+		})
+		if err != nil {
+			var ce *base.CorruptionError
+			if errors.As(err, &ce) {
+				return pk, base.CorruptionErrorf(name, int64(a)+ce.Offset, "frame %d: %s", a, ce.Reason)
+			}
+			return pk, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
+		}
+		if blobErr != nil {
+			return pk, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, blobErr)
+		}
+		if h.Kind == delta.KindBase {
+			pk.Disk = bd.Finish(f.Low, f.High, f.Sibling, 0)
+			return pk, nil
+		}
+		if h.Link == 0 || h.Link >= a {
+			return pk, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, h.Link)
+		}
+		a = h.Link
+	}
+}
+
+// peekBlob reads the value a blob reference names and checks it against
+// the reference, as a full load's delta.Frame.Materialize does.
+func (db *DB) peekBlob(pid pagetable.PID, ref []byte) ([]byte, error) {
+	r, ok := delta.ParseBlobRef(ref)
+	if !ok {
+		return nil, fmt.Errorf("a blob reference of %d bytes: %w", len(ref), ErrCorruption)
+	}
+	v, err := db.readBlob(pid, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != int(r.Len) || delta.ValueCRC(v) != r.CRC {
+		return nil, fmt.Errorf("blob %d does not match its reference (length %d, want %d, or checksum): %w", r.Addr, len(v), r.Len, ErrCorruption)
+	}
+	return v, nil
+}
+
+// maxPeekBuf bounds the read buffers peekPage keeps for reuse.
+const maxPeekBuf = 1 << 20
+
+// peekBufs holds peekPage's frame buffers (one per concurrent peek).
+var peekBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// readRaw appends the checked raw bytes of the frame at a to dst, retried
+// as readFrame is when a GC rewrite retired its file.
+func (db *DB) readRaw(dst []byte, a uint64) ([]byte, delta.FrameHeader, string, error) {
+	for attempt := 0; ; attempt++ {
+		id, ok := db.man.FileOf(a)
+		if !ok {
+			return dst, delta.FrameHeader{}, "", base.CorruptionErrorf(db.dir, int64(a), "no data file holds address %d", a)
+		}
+		h, err := db.files.Acquire(uint64(id))
+		if err == nil {
+			raw, fh, err := h.File().ReadRaw(dst, a)
+			name := h.File().Name()
+			db.files.Release(h)
+			return raw, fh, name, err
+		}
+		if attempt < readRetries && (errors.Is(err, pool.ErrRetired) || errors.Is(err, fs.ErrNotExist)) {
+			if now, ok := db.man.FileOf(a); ok && now != id {
+				continue
+			}
+		}
+		return dst, delta.FrameHeader{}, "", err
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/mvcc"
+	"github.com/bwkv/bwkv/tree"
 )
 
 // Snapshot is a read-only view of the database as of its creation. It is
@@ -78,17 +79,17 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := s.usable(); err != nil {
 		return dst, err
 	}
-	return s.db.getAppend(dst, key, &s.r, nil)
+	return s.db.getAppend(dst, key, &s.r, nil, nil)
 }
 
 // getAppend appends to dst the value of key that r sees: the one
 // implementation of Snapshot.GetAppend and Txn.GetAppend, which check that
 // they are usable first.
-func (db *DB) getAppend(dst, key []byte, r *mvcc.Reader, leaf *uint64) ([]byte, error) {
+func (db *DB) getAppend(dst, key []byte, r *mvcc.Reader, leaf *uint64, pk *tree.Peeked) ([]byte, error) {
 	if err := db.checkKey(key); err != nil {
 		return dst, err
 	}
-	v, ok, pid, err := db.tree.GetLeaf(key, r)
+	v, ok, pid, err := db.tree.GetLeafPeeked(key, r, pk)
 	if err != nil {
 		return dst, err
 	}

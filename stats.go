@@ -112,8 +112,13 @@ type CacheStats struct {
 	Bytes, StubBytes, InnerBytes int64
 	// Hits counts page visits served from memory, sampled one in 16 (an
 	// estimate: exact counting cost every visit a memory barrier);
-	// Misses and Evictions are exact.
+	// Misses (pages loaded from the data files) and Evictions are exact.
 	Hits, Misses, Evictions uint64
+	// Peeks counts point reads and writes that missed once the cache was
+	// full and were answered by searching the page's frames on disk for
+	// their key, leaving the page there (the cache admits a page only if
+	// it is used again before a cache's worth of others was evicted).
+	Peeks uint64
 	// Compactions counts stub leaves handed to the background
 	// consolidation (their chains grew long under blind inserts).
 	Compactions uint64
@@ -153,6 +158,7 @@ func (db *DB) Stats() Stats {
 	}
 	s.Cache.Bytes = db.pt.Resident()
 	s.Cache.Misses = ts.Loads // pages read from data files
+	s.Cache.Peeks = ts.Peeks
 	s.Cache.Hits = ts.Hits
 	cs := db.cache.Stats()
 	s.Cache.Evictions = cs.Evictions
@@ -269,6 +275,7 @@ func (s Stats) Sub(prev Stats) Stats {
 	ca, pca := &d.Cache, prev.Cache
 	ca.Hits -= pca.Hits
 	ca.Misses -= pca.Misses
+	ca.Peeks -= pca.Peeks
 	ca.Evictions -= pca.Evictions
 	ca.Compactions -= pca.Compactions
 	ca.Shortened -= pca.Shortened
@@ -363,6 +370,7 @@ func (s Stats) String() string {
 	row("cache", "inner bytes", bytesIEC(s.Cache.InnerBytes))
 	row("cache", "hits", count(s.Cache.Hits))
 	row("cache", "misses", count(s.Cache.Misses))
+	row("cache", "peeks", count(s.Cache.Peeks))
 	row("cache", "evictions", count(s.Cache.Evictions))
 	row("cache", "compactions", s.Cache.Compactions)
 	row("cache", "shortened", s.Cache.Shortened)

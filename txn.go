@@ -13,6 +13,7 @@ import (
 	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/mvcc"
 	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/tree"
 	"github.com/bwkv/bwkv/wal"
 )
 
@@ -73,6 +74,10 @@ type Txn struct {
 	// a write of the same key starts instead of descending from the root
 	// (read-modify-write); a stale one only costs a fence check. Under mu.
 	leaf uint64
+	// peek is what the last read found of its key on disk when the leaf
+	// was left there (tree.Peeked): a write of that key takes the key's
+	// durable versions from it instead of reading them again. Under mu.
+	peek tree.Peeked
 }
 
 // undo is what a rollback needs to compensate one write: the key and the
@@ -117,7 +122,7 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 		return dst, err
 	}
 	tx.live.AssertOpen("Txn.GetAppend")
-	return tx.db.getAppend(dst, key, &tx.r, &tx.leaf)
+	return tx.db.getAppend(dst, key, &tx.r, &tx.leaf, &tx.peek)
 }
 
 // Put sets key to value. The transaction keeps no reference to key or value.
@@ -245,7 +250,7 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 	mv := tx.db.mv
 	var u undo
 	var holder *mvcc.Txn
-	err := tx.db.tree.WriteAt(key, tx.leaf, func(p *node.Page) (*delta.Delta, error) {
+	err := tx.db.tree.WriteAtPeeked(key, tx.leaf, func(p *node.Page) (*delta.Delta, error) {
 		verdict := mvcc.CheckOK
 		u = undo{}
 		p.Versions(key, func(v node.Version) bool {
@@ -285,7 +290,7 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 		u.key = d.Key
 		u.prev = rec.PrevLSN
 		return d, nil
-	})
+	}, &tx.peek)
 	if err != nil {
 		return nil, err
 	}

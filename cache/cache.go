@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 	"github.com/bwkv/bwkv/tree"
 )
@@ -43,6 +44,9 @@ type Tree interface {
 	Shorten(pid pagetable.PID) error
 	// StubBytes is the memory stubs themselves hold.
 	StubBytes() int64
+	// MissedBytes is the bytes of pages read from disk so far, loaded or
+	// peeked: the clock Admit measures reuse with.
+	MissedBytes() int64
 }
 
 // Gens is what the cache needs of the generation manager
@@ -208,6 +212,32 @@ func (c *Cache) OfferPublished(g *generation.Gen) {
 		c.evictQ.offer(c.env.Pages, pid)
 	}
 	c.Check()
+}
+
+// Admit decides, when a point read or write misses stub leaf s, whether
+// the page is loaded and cached (true) or searched on disk and left a stub
+// (false; tree.Env.Admit). While the cache fills (resident leaves under
+// three quarters of the budget, below where the evictor stops, so a full
+// cache is never taken for a filling one), it is loaded. Otherwise it is
+// loaded only if it was missed before and less than CacheBytes of pages
+// were read from disk since (its reuse distance, in bytes of misses, is
+// under the cache's size): it would then most likely have stayed cached.
+// A page used again only after more than a cache's worth of other pages
+// stays on disk and evicts nothing: the case a full cache mostly sees
+// when the data is far larger than it and the accesses spread over it.
+// A leaf with nothing in memory (s nil) has no recorded miss: it comes
+// back as a stub (tree.Tree's point accesses). Pages recovery writes are
+// always loaded. O(1).
+func (c *Cache) Admit(s *node.Stub) bool {
+	if c.leafResident() < c.budget()-c.env.CacheBytes/4 || (c.env.Recovering != nil && c.env.Recovering()) {
+		return true
+	}
+	if s == nil {
+		return false // nothing of it in memory: no miss recorded
+	}
+	now := c.env.Tree.MissedBytes()
+	prev, ok := s.Miss(now)
+	return ok && now-prev < c.env.CacheBytes
 }
 
 // MustWait reports whether a writer must wait for the next publish

@@ -128,6 +128,8 @@ func (f *fakeEngine) Shorten(pid pagetable.PID) error {
 	return nil
 }
 
+func (f *fakeEngine) MissedBytes() int64 { return 0 }
+
 func (f *fakeEngine) StubBytes() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()

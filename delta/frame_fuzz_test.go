@@ -35,7 +35,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		check := func(b []byte) {
 			// The point read of a frame that passes the CRC never panics,
 			// and on a frame that decodes it finds what the decoding holds.
-			_, _ = delta.PeekFrame(b, []byte("k"), func(delta.Version) {})
+			_, _, _ = delta.PeekFrame(b, []byte("k"), func(delta.Version) {})
 			fr, err := delta.DecodeFrame(b)
 			if err != nil {
 				return

@@ -15,6 +15,15 @@ type Version struct {
 	Value []byte
 }
 
+// Fences are a leaf base's fences and sibling link, as PeekFrame reports
+// them (copies).
+type Fences struct {
+	// Low is the inclusive low fence; High the exclusive high one (nil:
+	// plus infinity).
+	Low, High []byte
+	Sibling   uint64
+}
+
 // PeekFrame calls visit, in the order a page's Versions would, on each
 // version of key in the leaf frame that b holds exactly: the delta's if it
 // is key's, or a leaf base's entries for key. It is the point read of a
@@ -23,20 +32,21 @@ type Version struct {
 // compressed (a pooled buffer). b must have passed VerifyFrame (its CRC
 // and header); PeekFrame checks every length it follows, so bad bytes
 // return a *base.CorruptionError and never a panic. A blob frame or an
-// inner base is a corruption error: a leaf's chain holds neither.
-func PeekFrame(b, key []byte, visit func(Version)) (FrameHeader, error) {
-	h, err := ParseFrameHeader(b)
+// inner base is a corruption error: a leaf's chain holds neither. For a
+// base, it also returns the page's fences (f).
+func PeekFrame(b, key []byte, visit func(Version)) (h FrameHeader, f Fences, err error) {
+	h, err = ParseFrameHeader(b)
 	if err != nil {
-		return h, err
+		return h, f, err
 	}
 	if h.Len != len(b) {
-		return h, corrupt(fhLength, "length field says %d bytes, the frame has %d", h.Len, len(b))
+		return h, f, corrupt(fhLength, "length field says %d bytes, the frame has %d", h.Len, len(b))
 	}
 	p := b[FrameHeaderSize:]
 	if h.Codec != CodecNone {
 		bp, plain, err := decompress(h.Codec, p, h.PayloadLen)
 		if err != nil {
-			return h, err
+			return h, f, err
 		}
 		defer putScratch(bp)
 		p = plain
@@ -44,35 +54,44 @@ func PeekFrame(b, key []byte, visit func(Version)) (FrameHeader, error) {
 	switch h.Kind {
 	case KindDelta:
 		if len(p) >= entryHeader && uint64(binary.LittleEndian.Uint32(p))+uint64(binary.LittleEndian.Uint32(p[4:])) != uint64(len(p)-entryHeader) {
-			return h, corrupt(FrameHeaderSize, "a delta payload of %d bytes that its entry does not fill", len(p))
+			return h, f, corrupt(FrameHeaderSize, "a delta payload of %d bytes that its entry does not fill", len(p))
 		}
-		return h, peekEntries(p, 1, key, FrameHeaderSize, visit)
+		return h, f, peekEntries(p, 1, key, FrameHeaderSize, visit)
 	case KindBase:
-		return h, peekBase(p, b[fhFlags]&frameHasHigh != 0, key, visit)
+		f, err = peekBase(p, b[fhFlags]&frameHasHigh != 0, key, visit)
+		return h, f, err
 	default:
-		return h, corrupt(fhKind, "a %s frame in a leaf's chain", h.Kind)
+		return h, f, corrupt(fhKind, "a %s frame in a leaf's chain", h.Kind)
 	}
 }
 
 // peekBase finds key's entries in a leaf base payload p.
-func peekBase(p []byte, hasHigh bool, key []byte, visit func(Version)) error {
+func peekBase(p []byte, hasHigh bool, key []byte, visit func(Version)) (Fences, error) {
 	const at = FrameHeaderSize
 	if len(p) < basePayloadFixed {
-		return corrupt(at, "base payload of %d bytes is shorter than %d", len(p), basePayloadFixed)
+		return Fences{}, corrupt(at, "base payload of %d bytes is shorter than %d", len(p), basePayloadFixed)
 	}
 	count := binary.LittleEndian.Uint32(p[12:])
 	lowLen := binary.LittleEndian.Uint32(p[16:])
 	highLen := binary.LittleEndian.Uint32(p[20:])
 	switch {
 	case p[24] != 0:
-		return corrupt(at+24, "an inner base (level %d) in a leaf's chain", p[24])
+		return Fences{}, corrupt(at+24, "an inner base (level %d) in a leaf's chain", p[24])
 	case !hasHigh && highLen != 0:
-		return corrupt(at+20, "high fence of %d bytes without the has-high flag", highLen)
+		return Fences{}, corrupt(at+20, "high fence of %d bytes without the has-high flag", highLen)
 	case uint64(lowLen)+uint64(highLen) > uint64(len(p)-basePayloadFixed):
-		return corrupt(at+16, "fences of %d and %d bytes overrun the %d-byte payload", lowLen, highLen, len(p))
+		return Fences{}, corrupt(at+16, "fences of %d and %d bytes overrun the %d-byte payload", lowLen, highLen, len(p))
 	}
-	fences := basePayloadFixed + int(lowLen) + int(highLen)
-	return peekEntries(p[fences:], count, key, at+fences, visit)
+	lo := basePayloadFixed + int(lowLen)
+	fences := lo + int(highLen)
+	f := Fences{Low: bytes.Clone(p[basePayloadFixed:lo]), Sibling: binary.LittleEndian.Uint64(p)}
+	if f.Low == nil {
+		f.Low = []byte{}
+	}
+	if hasHigh {
+		f.High = append([]byte{}, p[lo:fences]...)
+	}
+	return f, peekEntries(p[fences:], count, key, at+fences, visit)
 }
 
 // peekEntries walks up to count slab-layout entries of s (at offset sAt in

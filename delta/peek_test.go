@@ -32,11 +32,16 @@ func wantPeek(f *delta.Frame, key []byte) []delta.Version {
 // with the decoded frame f ("" if equal).
 func peekDiff(b []byte, f *delta.Frame, key []byte) string {
 	var got []delta.Version
-	if _, err := delta.PeekFrame(b, key, func(v delta.Version) {
+	_, fences, err := delta.PeekFrame(b, key, func(v delta.Version) {
 		v.Value = bytes.Clone(v.Value) // valid only during the callback
 		got = append(got, v)
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Sprintf("PeekFrame(%q): %v", key, err)
+	}
+	if fb := f.Base; fb != nil && (!bytes.Equal(fences.Low, fb.Low) || (fences.High == nil) != (fb.High == nil) ||
+		!bytes.Equal(fences.High, fb.High) || fences.Sibling != fb.Sibling) {
+		return fmt.Sprintf("PeekFrame fences [%q, %q) -> %d, want [%q, %q) -> %d", fences.Low, fences.High, fences.Sibling, fb.Low, fb.High, fb.Sibling)
 	}
 	want := wantPeek(f, key)
 	if len(got) != len(want) {
@@ -106,7 +111,7 @@ func TestPeekFrameRejects(t *testing.T) {
 	bd.AddChild(nil, 2)
 	bd.AddChild([]byte("m"), 3)
 	inner := delta.AppendFrame(nil, baseFrame(40, 0, bd.Finish(nil, nil, 0, 1)))
-	if _, err := delta.PeekFrame(inner, []byte("m"), func(delta.Version) {}); !errors.Is(err, base.ErrCorruption) {
+	if _, _, err := delta.PeekFrame(inner, []byte("m"), func(delta.Version) {}); !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("inner base: %v, want a corruption error", err)
 	}
 	leaf := delta.AppendFrame(nil, baseFrame(41, 0, textBase(20)))
@@ -117,12 +122,12 @@ func TestPeekFrameRejects(t *testing.T) {
 		bad := bytes.Clone(leaf)
 		bad[i] ^= 0xff
 		bad = reframe(bad)
-		_, _ = delta.PeekFrame(bad, key, func(delta.Version) {})
+		_, _, _ = delta.PeekFrame(bad, key, func(delta.Version) {})
 	}
 	// A length that runs past the payload.
 	bad := bytes.Clone(leaf)
 	bad[delta.FrameHeaderSize+25+3] = 0x7f // entry 0's key length, high byte
-	if _, err := delta.PeekFrame(reframe(bad), key, func(delta.Version) {}); !errors.Is(err, base.ErrCorruption) {
+	if _, _, err := delta.PeekFrame(reframe(bad), key, func(delta.Version) {}); !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("overrunning key length: %v, want a corruption error", err)
 	}
 }

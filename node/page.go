@@ -38,6 +38,15 @@ type Page struct {
 // (a ver), counted per delta at Prepend so the cache budget owns it.
 const sortEntryBytes = 64
 
+// OverDisk returns stub p seen with disk, the versions of one key its
+// durable state holds (newest first, as a base of that key alone), under
+// its chain: for that key, Get and Versions answer as they would on the
+// full page. For the point read or write of a page that stays on disk;
+// the view is never installed.
+func (p *Page) OverDisk(disk *delta.Base) *Page {
+	return &Page{Base: disk, Head: p.Head, Len: p.Len, Filter: p.Filter}
+}
+
 // Bytes returns the memory the state holds: its base and its chain.
 func (p *Page) Bytes() int {
 	if p.Size == 0 {

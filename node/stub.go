@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"math/bits"
+	"sync/atomic"
 
 	"github.com/bwkv/bwkv/delta"
 )
@@ -27,6 +28,19 @@ type Stub struct {
 	DiskLen int
 	// Own is the memory of the stub state without its chain.
 	Own int
+	// missed is the cache clock (plus one; 0: none) at the last point read
+	// or write that searched the page on disk instead of loading it (Miss).
+	missed atomic.Int64
+}
+
+// Miss records a point access that did not find the page in memory at
+// cache clock now (the engine's count of evicted bytes), and returns the
+// clock of the previous one (ok false: none recorded for this page since
+// it was last in memory). O(1), safe for concurrent use: the only mutable
+// part of a stub.
+func (s *Stub) Miss(now int64) (prev int64, ok bool) {
+	p := s.missed.Swap(now + 1)
+	return p - 1, p != 0
 }
 
 var stubSeed = maphash.MakeSeed()
@@ -86,6 +100,7 @@ func NewStub(p *Page, head uint64) *Page {
 	}
 	s := &Stub{bits: make([]uint64, words), n: keys, DiskLen: diskLen}
 	if p.Stub != nil {
+		s.missed.Store(p.Stub.missed.Load()) // the page stayed on disk
 		// Fold the old filter into the new one: sizes are powers of two,
 		// so a key's bit positions modulo the old size are the old ones.
 		for i := range s.bits {
@@ -107,6 +122,22 @@ func NewStub(p *Page, head uint64) *Page {
 	nb.Addr = head
 	st := &Page{Base: nb, Stub: s}
 	st.Size = nb.Bytes() + 8*len(s.bits) + 32
+	s.Own = st.Size
+	return st
+}
+
+// DiskStub returns the stub state of a leaf read from disk for one key
+// only: fences holds the page's fences and sibling (its base frame's),
+// head is its newest durable frame's address and diskLen the delta frames
+// above its base. Its filter rules out no key: every key may have
+// versions on disk.
+func DiskStub(fences *delta.Base, head uint64, diskLen int) *Page {
+	var bd delta.Builder
+	nb := bd.Finish(fences.Low, fences.High, fences.Sibling, 0)
+	nb.Addr = head
+	s := &Stub{bits: []uint64{^uint64(0)}, DiskLen: diskLen}
+	st := &Page{Base: nb, Stub: s}
+	st.Size = nb.Bytes() + 8 + 32
 	s.Own = st.Size
 	return st
 }

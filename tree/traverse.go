@@ -60,7 +60,7 @@ func (t *Tree) loadSlow(slot *pagetable.Slot[node.Page], pid pagetable.PID) (*no
 
 // find descends from the root to the page at level that covers key.
 func (t *Tree) find(key []byte, level uint8) (pagetable.PID, *node.Page, error) {
-	return t.findHint(key, level, nil)
+	return t.findHint(key, level, nil, nil)
 }
 
 // findHint is find that also reports, through hint (if not nil), the
@@ -68,12 +68,22 @@ func (t *Tree) find(key []byte, level uint8) (pagetable.PID, *node.Page, error) 
 // parent, whose separator the parent may lack (a split posted after a
 // checkpoint's cut and lost in a crash, or one whose post is in flight).
 // Writers complete it (readers only follow the link).
-func (t *Tree) findHint(key []byte, level uint8, hint **split) (pagetable.PID, *node.Page, error) {
+//
+// With pk set, the descent is a point access of key: a leaf with nothing
+// in memory is read as loadLeaf does, which may keep a peek of key in pk.
+func (t *Tree) findHint(key []byte, level uint8, hint **split, pk *Peeked) (pagetable.PID, *node.Page, error) {
 restart:
 	pid := RootPID
 	descended := false
+	leaf := false // pid is a leaf (the root may be one, but is never evicted)
 	for {
-		p, err := t.load(pid)
+		var p *node.Page
+		var err error
+		if leaf && pk != nil && level == 0 {
+			p, err = t.loadLeaf(pid, key, pk)
+		} else {
+			p, err = t.load(pid)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -88,6 +98,7 @@ restart:
 			}
 			descended = false
 			pid = pagetable.PID(b.Sibling)
+			leaf = b.Level == 0
 			continue
 		}
 		if b.Level <= level {
@@ -99,6 +110,7 @@ restart:
 		_, c := b.Child(key)
 		pid = pagetable.PID(c)
 		descended = true
+		leaf = b.Level == 1
 	}
 }
 
@@ -193,15 +205,43 @@ func (t *Tree) Get(key []byte, vis node.Visibility) ([]byte, bool, error) {
 // GetLeaf is Get that also returns the PID of the leaf that answered: a
 // hint for a write of the same key (WriteAt), valid or not by then.
 func (t *Tree) GetLeaf(key []byte, vis node.Visibility) ([]byte, bool, uint64, error) {
+	return t.GetLeafPeeked(key, vis, nil)
+}
+
+// GetLeafPeeked is GetLeaf that records in pk (if not nil) a point read
+// answered from disk (peek.go), for the caller's write of key
+// (WriteAtPeeked).
+func (t *Tree) GetLeafPeeked(key []byte, vis node.Visibility, pk *Peeked) ([]byte, bool, uint64, error) {
+	var local Peeked
+	if pk == nil {
+		pk = &local
+	}
 	h := t.hints.of(key)
 	for {
 		var err error
 		pid, p := t.hinted(h, key)
 		if p == nil {
-			if pid, p, err = t.find(key, 0); err != nil {
+			if pid, p, err = t.findHint(key, 0, nil, pk); err != nil {
 				return nil, false, 0, err
 			}
 			h.remember(pid)
+		}
+		if disk := pk.of(pid, p, key); p.Stub != nil && disk != nil {
+			// The descent read the leaf from disk for key.
+			v, ok := p.OverDisk(disk).Get(key, vis)
+			return v, ok, uint64(pid), nil
+		}
+		if p.Stub != nil && t.peekable(p, key) {
+			disk, err := t.peek(pid, p, key)
+			if err != nil {
+				return nil, false, 0, err
+			}
+			if disk == nil {
+				continue // the page changed: find it again
+			}
+			pk.keep(pid, p, key, disk)
+			v, ok := p.OverDisk(disk).Get(key, vis)
+			return v, ok, uint64(pid), nil
 		}
 		if p.MayContain(key) {
 			if p, err = t.fullOnce(pid, p); err != nil {
@@ -259,6 +299,7 @@ func (t *Tree) install(slot *pagetable.Slot[node.Page], pid pagetable.PID, p *no
 	slot.Store(p)
 	slot.Mu.Unlock()
 	t.loads.Add(1)
+	t.missed.Add(int64(p.Bytes()))
 	if t.env.Loaded != nil {
 		t.env.Loaded(pid)
 	}

@@ -84,11 +84,25 @@ type Env struct {
 	// blind inserts never wait for the full read (nil: the writer reads
 	// and consolidates at twice that length).
 	WantCompact func(pid pagetable.PID)
+	// Peek, if set, is the point read of key in a leaf's durable chain
+	// from addr (the engine's delta.PeekFrame over the chain's frames). A
+	// point read or write of a leaf not in memory that the cache does not
+	// admit (Admit) uses it instead of loading the page (nil: every such
+	// access loads it).
+	Peek func(pid pagetable.PID, addr uint64, key []byte) (Peek, error)
+	// Admit decides at a point access's miss on leaf stub s (nil: a leaf
+	// with nothing in memory) whether the page is loaded and cached
+	// (true) or searched on disk and left there (false). Required with
+	// Peek.
+	Admit func(s *node.Stub) bool
 }
 
 // Stats counts structure modifications.
 type Stats struct {
 	Consolidations, Splits, RootSplits, Merges, Restarts, Loads uint64
+	// Peeks counts point reads and writes of stub leaves answered from
+	// disk without loading the page (Env.Peek).
+	Peeks uint64
 	// Hits counts page visits that found the page resident (sampled: an
 	// estimate, see hitCounter).
 	Hits uint64
@@ -103,12 +117,13 @@ type Tree struct {
 	cfg Config
 	env Env
 
-	consolidations, splits, rootSplits, merges, restarts, loads atomic.Uint64
-	large                                                       atomic.Bool // SetLarge
-	hits                                                        hitCounter
-	siblingHops                                                 hitCounter // sharded: every scan crossing a leaf adds
-	// stubBytes is the memory of resident stubs (node.Stub.Own).
-	stubBytes atomic.Int64
+	consolidations, splits, rootSplits, merges, restarts, loads, peeks atomic.Uint64
+	large                                                              atomic.Bool // SetLarge
+	hits                                                               hitCounter
+	siblingHops                                                        hitCounter // sharded: every scan crossing a leaf adds
+	// stubBytes is the memory of resident stubs (node.Stub.Own); missed
+	// the bytes of pages read from disk, loaded or peeked (MissedBytes).
+	stubBytes, missed atomic.Int64
 	// hints are the leaves point reads ended at (hint.go).
 	hints leafHints
 }
@@ -146,6 +161,7 @@ func (t *Tree) Stats() Stats {
 		Merges:         t.merges.Load(),
 		Restarts:       t.restarts.Load(),
 		Loads:          t.loads.Load(),
+		Peeks:          t.peeks.Load(),
 		Hits:           t.hits.sum(),
 		SiblingHops:    t.siblingHops.sum(),
 	}

@@ -71,7 +71,7 @@ func TestWriterCompletesHalfSplit(t *testing.T) {
 		var err error
 		sp, _, err = tr.write([]byte(k), 0, func(*node.Page) (*delta.Delta, error) {
 			return delta.New([]byte(k), nil, 1, seq, 0), nil
-		})
+		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,15 @@ func (t *Tree) Write(key []byte, fn WriteFunc) error {
 // lock, and the descent from the root is skipped. A stale hint (the page
 // split, merged or its PID was reused) costs one lock and a fence check.
 func (t *Tree) WriteAt(key []byte, leaf uint64, fn WriteFunc) error {
-	sp, underfull, err := t.write(key, pagetable.PID(leaf), fn)
+	return t.WriteAtPeeked(key, leaf, fn, nil)
+}
+
+// WriteAtPeeked is WriteAt given pk, what the caller's read of key found
+// on disk (GetLeafPeeked; nil or empty: nothing): if the leaf is still
+// the stub that read searched, the write takes key's durable versions
+// from it instead of reading them again.
+func (t *Tree) WriteAtPeeked(key []byte, leaf uint64, fn WriteFunc, pk *Peeked) error {
+	sp, underfull, err := t.write(key, pagetable.PID(leaf), fn, pk)
 	if err != nil {
 		return err
 	}
@@ -42,15 +50,19 @@ func (t *Tree) WriteAt(key []byte, leaf uint64, fn WriteFunc) error {
 	return nil
 }
 
-func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc) (*split, bool, error) {
+func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (*split, bool, error) {
 	tok := t.env.Gens.Enter()
 	defer t.env.Gens.Exit(tok)
+	var local Peeked
+	if pk == nil {
+		pk = &local
+	}
 	for {
 		var hint *split
 		pid, hinted := leaf, leaf != 0
 		if !hinted {
 			var err error
-			if pid, _, err = t.findHint(key, 0, &hint); err != nil {
+			if pid, _, err = t.findHint(key, 0, &hint, pk); err != nil {
 				return nil, false, err
 			}
 		}
@@ -65,7 +77,26 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc) (*split, bool
 			}
 			continue
 		}
-		if p.Stub != nil && (p.MayContain(key) || p.Len+p.Stub.DiskLen >= 2*t.stubChainMax()) {
+		view := p // what fn reads: p, or stub p over key's durable versions
+		if p.Stub != nil && p.MayContain(key) && p.Len+p.Stub.DiskLen < 2*t.stubChainMax() {
+			if disk := pk.of(pid, p, key); disk != nil {
+				view = p.OverDisk(disk)
+			} else if t.peekable(p, key) {
+				// Read key's durable versions without the lock, then
+				// check the stub again.
+				slot.Mu.Unlock()
+				disk, err := t.peek(pid, p, key)
+				if err != nil {
+					return nil, false, err
+				}
+				if disk != nil {
+					pk.keep(pid, p, key, disk)
+					leaf = pid
+				}
+				continue
+			}
+		}
+		if view == p && p.Stub != nil && (p.MayContain(key) || p.Len+p.Stub.DiskLen >= 2*t.stubChainMax()) {
 			// The key may have versions on disk (its old value and the
 			// conflict check need them), or the chain outgrew what the
 			// background compaction keeps up with: read the full page.
@@ -76,7 +107,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc) (*split, bool
 			}
 			continue
 		}
-		d, err := fn(p)
+		d, err := fn(view)
 		if err != nil || d == nil {
 			slot.Mu.Unlock()
 			return nil, false, err
