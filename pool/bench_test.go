@@ -64,3 +64,28 @@ func BenchmarkReadFrame128(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkLookup finds frames at random in a file of 200k small delta
+// frames (a data file's table as a checkpoint of scattered updates leaves
+// it): the search every frame read starts with.
+func BenchmarkLookup(b *testing.B) {
+	fs := vfs.NewMem()
+	const n = 200000
+	frames := make([]*delta.Frame, n)
+	for i := range frames {
+		a := uint64(2*i + 1)
+		frames[i] = &delta.Frame{Addr: a, PID: 7, LSN: a, Delta: delta.New([]byte("k"), nil, 1, 1, 0)}
+	}
+	writeFile(b, fs, "/f", frames)
+	r, err := openFile(b, fs, "/f")
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := uint64(1)
+	for b.Loop() {
+		x = x*6364136223846793005 + 1442695040888963407
+		if _, ok := r.Lookup(2*(x>>33%n) + 1); !ok {
+			b.Fatal("a frame of the file not found")
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -159,8 +158,22 @@ func (r *File) Lookup(addr uint64) (FrameRef, bool) {
 	return r.entries[i].ref(), true
 }
 
+// find returns the index of the entry for addr. A plain loop: the
+// generic search with a compare func cost a call per step, and a point
+// read of a page on disk searches once per frame (4% of the CPU of 2M-key
+// updates through a 256 MiB cache).
 func (r *File) find(addr uint64) (int, bool) {
-	return slices.BinarySearchFunc(r.entries, addr, func(e entry, a uint64) int { return cmp.Compare(e.addr, a) })
+	e := r.entries
+	lo, hi := 0, len(e)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if e[m].addr < addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(e) && e[lo].addr == addr
 }
 
 // ReadFrame reads, verifies and decodes the frame at addr. The frame's CRC
