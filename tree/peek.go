@@ -88,16 +88,8 @@ func (t *Tree) peek(pid pagetable.PID, p *node.Page, key []byte) (*delta.Base, e
 // no key), with the peek kept in pk for the caller.
 func (t *Tree) loadLeaf(pid pagetable.PID, key []byte, pk *Peeked) (*node.Page, error) {
 	slot := t.pt.Lookup(pid)
-	if slot == nil {
-		return nil, nil
-	}
-	if p := slot.Load(); p != nil {
-		slot.Touched()
-		t.hits.add()
-		return p, nil
-	}
-	if t.env.Peek == nil || t.env.Admit(nil) {
-		return t.loadSlow(slot, pid)
+	if t.env.Peek == nil || slot == nil || slot.Load() != nil || t.env.Admit(nil) {
+		return t.load(pid) // in memory, or to be loaded
 	}
 	for {
 		addr := slot.Disk.Load()
