@@ -217,8 +217,9 @@ func (c *Cache) OfferPublished(g *generation.Gen) {
 // Admit decides, when a point read or write misses stub leaf s, whether
 // the page is loaded and cached (true) or searched on disk and left a stub
 // (false; tree.Env.Admit). While the cache fills (resident leaves under
-// three quarters of the budget, below where the evictor stops, so a full
-// cache is never taken for a filling one), it is loaded. Otherwise it is
+// the budget less a quarter of CacheBytes: below where the evictor stops,
+// so a full cache is never taken for a filling one), it is loaded.
+// Otherwise it is
 // loaded only if it was missed before and less than CacheBytes of pages
 // were read from disk since (its reuse distance, in bytes of misses, is
 // under the cache's size): it would then most likely have stayed cached.

@@ -29,15 +29,15 @@ type Stub struct {
 	// Own is the memory of the stub state without its chain.
 	Own int
 	// missed is the cache clock (plus one; 0: none) at the last point read
-	// or write that searched the page on disk instead of loading it (Miss).
+	// or write that missed the page (Miss).
 	missed atomic.Int64
 }
 
 // Miss records a point access that did not find the page in memory at
-// cache clock now (the engine's count of evicted bytes), and returns the
-// clock of the previous one (ok false: none recorded for this page since
-// it was last in memory). O(1), safe for concurrent use: the only mutable
-// part of a stub.
+// cache clock now (the bytes of pages read from disk so far:
+// tree.Tree.MissedBytes), and returns the clock of the previous one (ok
+// false: none recorded since the page was last in memory). O(1), safe
+// for concurrent use: the only mutable part of a stub.
 func (s *Stub) Miss(now int64) (prev int64, ok bool) {
 	p := s.missed.Swap(now + 1)
 	return p - 1, p != 0
