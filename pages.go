@@ -211,7 +211,9 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte) 
 		if err != nil {
 			var ce *base.CorruptionError
 			if errors.As(err, &ce) {
-				return pk, base.CorruptionErrorf(name, int64(a)+ce.Offset, "frame %d: %s", a, ce.Reason)
+				// At the frame's address, as readChain reports a chain's
+				// frames (the file offset is the pool's to know).
+				return pk, base.CorruptionErrorf(name, int64(a), "frame %d, at byte %d of it: %s", a, ce.Offset, ce.Reason)
 			}
 			return pk, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
 		}
@@ -234,14 +236,14 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte) 
 func (db *DB) peekBlob(pid pagetable.PID, ref []byte) ([]byte, error) {
 	r, ok := delta.ParseBlobRef(ref)
 	if !ok {
-		return nil, fmt.Errorf("a blob reference of %d bytes: %w", len(ref), ErrCorruption)
+		return nil, base.CorruptionErrorf("", -1, "a blob reference of %d bytes", len(ref))
 	}
 	v, err := db.readBlob(pid, r)
 	if err != nil {
 		return nil, err
 	}
 	if len(v) != int(r.Len) || delta.ValueCRC(v) != r.CRC {
-		return nil, fmt.Errorf("blob %d does not match its reference (length %d, want %d, or checksum): %w", r.Addr, len(v), r.Len, ErrCorruption)
+		return nil, base.CorruptionErrorf("", -1, "blob %d does not match its reference (length %d, want %d, or checksum)", r.Addr, len(v), r.Len)
 	}
 	return v, nil
 }

@@ -117,7 +117,8 @@ type CacheStats struct {
 	// Peeks counts point reads and writes that missed once the cache was
 	// full and were answered by searching the page's frames on disk for
 	// their key, leaving the page there (the cache admits a page only if
-	// it is used again before a cache's worth of others was evicted).
+	// it is used again before a cache's worth of other pages was read from
+	// disk).
 	Peeks uint64
 	// Compactions counts stub leaves handed to the background
 	// consolidation (their chains grew long under blind inserts).
