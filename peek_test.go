@@ -22,30 +22,11 @@ import (
 // still conflicts.
 func TestPointAccessPeeks(t *testing.T) {
 	dir := t.TempDir()
-	// A cache of about a tenth of the data: accessed in random order, a
-	// leaf is used again only after many others were read (it is not
-	// admitted), and its stub stays in memory.
-	o := &bwkv.Options{CacheBytes: 512 << 10, CheckpointBytes: 256 << 10, Durability: bwkv.DurabilityRelaxed}
-	db, err := bwkv.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 20000
-	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
-	key := func(i int) []byte { return fmt.Appendf(nil, "key%06d", i) }
 	val := func(i, round int) []byte { return bytes.Repeat(fmt.Appendf(nil, "%d.%d|", i, round), 40) }
-	for j := 0; j < n; j += 100 {
-		if err := db.Update(func(tx *bwkv.Txn) error {
-			for i := j; i < j+100; i++ {
-				if err := tx.Put(key(i), val(i, 0)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, o := openPeekDB(t, dir, func(i int) []byte { return val(i, 0) })
+	const n = peekKeys
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	key := peekKey
 	evict := func() {
 		t.Helper()
 		if err := db.Checkpoint(); err != nil {
@@ -217,26 +198,10 @@ func TestPointAccessPeeks(t *testing.T) {
 // its leaf and never as wrong data; the other leaves read on.
 func TestPeekDamagedFrame(t *testing.T) {
 	dir := t.TempDir()
-	o := &bwkv.Options{CacheBytes: 512 << 10, CheckpointBytes: 256 << 10, Durability: bwkv.DurabilityRelaxed}
-	db, err := bwkv.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 20000
-	key := func(i int) []byte { return fmt.Appendf(nil, "key%06d", i) }
 	val := func(i int) []byte { return bytes.Repeat(fmt.Appendf(nil, "<%06d>", i), 30) }
-	for j := 0; j < n; j += 100 {
-		if err := db.Update(func(tx *bwkv.Txn) error {
-			for i := j; i < j+100; i++ {
-				if err := tx.Put(key(i), val(i)); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, o := openPeekDB(t, dir, val)
+	const n = peekKeys
+	key := peekKey
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +228,7 @@ func TestPeekDamagedFrame(t *testing.T) {
 		t.Fatal("the value is in no data file")
 	}
 
-	db, err = bwkv.Open(dir, o)
+	db, err := bwkv.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,4 +256,36 @@ func TestPeekDamagedFrame(t *testing.T) {
 	if st := db.Stats().Cache; st.Peeks == 0 || bad == 0 || good < 2*n*9/10 {
 		t.Fatalf("peeks %d, corrupt reads %d, good reads %d of %d", st.Peeks, bad, good, 2*n)
 	}
+}
+
+// peekKeys keys (peekKey) are what openPeekDB writes: about ten times its
+// cache.
+const peekKeys = 20000
+
+func peekKey(i int) []byte { return fmt.Appendf(nil, "key%06d", i) }
+
+// openPeekDB opens a database in dir whose cache is about a tenth of the
+// data it then writes, key i with value val(i): accessed in random order,
+// a leaf is used again only after many others were read (it is not
+// admitted), and its stub stays in memory.
+func openPeekDB(t *testing.T, dir string, val func(int) []byte) (*bwkv.DB, *bwkv.Options) {
+	t.Helper()
+	o := &bwkv.Options{CacheBytes: 512 << 10, CheckpointBytes: 256 << 10, Durability: bwkv.DurabilityRelaxed}
+	db, err := bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := 0; j < peekKeys; j += 100 {
+		if err := db.Update(func(tx *bwkv.Txn) error {
+			for i := j; i < j+100; i++ {
+				if err := tx.Put(peekKey(i), val(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, o
 }
