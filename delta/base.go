@@ -3,6 +3,7 @@ package delta
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 )
 
@@ -29,12 +30,19 @@ type Base struct {
 
 	// Search index, built with the base: the entries' keys share their
 	// first len(prefix) bytes (the first and last key's common prefix),
-	// and pfx[i] holds the 8 bytes of key i after that prefix, big endian
-	// and zero padded. A search compares these contiguous words first and
-	// reads whole keys only among equal words.
+	// and pfx[2i], pfx[2i+1] hold the 16 bytes of key i after that prefix
+	// as two big-endian words, zero padded. A search compares these
+	// contiguous pairs first and reads whole keys only among equal pairs.
+	// Two words, not one: keys built as "<bucket>_<id>" share their first
+	// 8 bytes after an inner page's prefix with every key of their bucket,
+	// and one word left the search comparing whole keys there.
 	prefix []byte // a copy
 	pfx    []uint64
-	ents   []ent
+	// kids holds an inner page's child PIDs (its entries' values), so a
+	// descent reads one word after its search instead of an entry and
+	// its value.
+	kids []uint64
+	ents []ent
 	// Level is 0 for leaves.
 	Level uint8
 	used  uint8 // bytes of inl taken
@@ -96,8 +104,8 @@ type ent struct {
 	flags          Flags
 }
 
-// entBytes is the memory one entry's fixed part and search word take.
-const entBytes = 32 + 8
+// entBytes is the memory one entry's fixed part and search words take.
+const entBytes = 32 + 16
 
 // summarize computes MaxTxID and Simple (at build and decode time).
 func (b *Base) summarize() {
@@ -125,9 +133,21 @@ func (b *Base) summarize() {
 		}
 		b.prefix = b.room(cpl)
 		copy(b.prefix, first[:cpl])
-		b.pfx = make([]uint64, n)
-		for i := range b.pfx {
-			b.pfx[i] = word(b.KeyAt(i)[cpl:])
+		b.pfx = make([]uint64, 2*n)
+		for i := range n {
+			b.pfx[2*i], b.pfx[2*i+1] = words(b.KeyAt(i), cpl)
+		}
+		b.kids = nil
+		if b.Level > 0 {
+			b.kids = make([]uint64, n)
+			for i := range b.kids {
+				v := b.ValueAt(i)
+				if len(v) < 8 { // not a child reference: ChildAt reads the entry
+					b.kids = nil
+					break
+				}
+				b.kids[i] = binary.LittleEndian.Uint64(v)
+			}
 		}
 	}
 }
@@ -146,6 +166,19 @@ func word(b []byte) uint64 {
 	return w
 }
 
+// words returns the two search words of key after its first cpl bytes:
+// bytes cpl..cpl+16 as two big-endian numbers, zero padded. For keys a and
+// b with a common prefix of cpl bytes, a smaller pair (compared as a
+// number of 128 bits) implies a < b, a larger one a > b; equal pairs
+// decide nothing (a zero byte and the padding look alike).
+func words(key []byte, cpl int) (uint64, uint64) {
+	rest := key[cpl:]
+	if len(rest) > 8 {
+		return word(rest), word(rest[8:])
+	}
+	return word(rest), 0
+}
+
 // bound returns the index of the first entry whose key is >= key, or
 // > key when strict.
 func (b *Base) bound(key []byte, strict bool) int {
@@ -162,23 +195,27 @@ func (b *Base) bound(key []byte, strict bool) int {
 		}
 		return n
 	}
-	w := word(key[cpl:])
-	pfx := b.pfx
+	w1, w2 := words(key, cpl)
+	pfx := b.pfx[: 2*n : 2*n]
 	lo, hi := 0, n
-	for lo < hi { // first word >= w
+	for lo < hi { // first pair >= (w1, w2)
 		m := int(uint(lo+hi) >> 1)
-		if pfx[m] < w {
+		// The pair is below (w1, w2) iff subtracting it borrows: no
+		// branch on the words, which a search mispredicts half the time.
+		_, c := bits.Sub64(pfx[2*m+1], w2, 0)
+		_, c = bits.Sub64(pfx[2*m], w1, c)
+		if c != 0 {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
 	end := lo
-	for end < n && pfx[end] == w {
+	for end < n && pfx[2*end] == w1 && pfx[2*end+1] == w2 {
 		end++
 	}
 	hi = end
-	for lo < hi { // among equal words, compare whole keys
+	for lo < hi { // among equal pairs, compare whole keys
 		m := int(uint(lo+hi) >> 1)
 		c := bytes.Compare(b.KeyAt(m), key)
 		if c < 0 || (strict && c == 0) {
@@ -190,19 +227,31 @@ func (b *Base) bound(key []byte, strict bool) int {
 	return lo
 }
 
-// KeyEqual reports whether entry i's key is key. When the lengths agree
-// and the key's bytes after the base's common prefix fit in a search word,
-// the word decides and the key bytes are not read (a point read then
-// touches the entry's fields and its value, not a third cache line).
+// KeyEqual reports whether entry i's key is key. The lengths and the
+// search words decide most answers; the key's bytes are read only past the
+// 16 after the base's common prefix, and only when everything before
+// agrees (a point read then touches the entry's fields, its search words
+// and its value, and a key's tail only on a hit).
 func (b *Base) KeyEqual(i int, key []byte) bool {
 	e := &b.ents[i]
 	if int(e.kl) != len(key) {
 		return false
 	}
-	if cpl := len(b.prefix); len(key)-cpl <= 8 && len(key) >= cpl && string(key[:cpl]) == string(b.prefix) {
-		return b.pfx[i] == word(key[cpl:])
+	// Every entry starts with the prefix, so key (as long as the entry) is
+	// at least that long.
+	cpl := len(b.prefix)
+	if string(key[:cpl]) != string(b.prefix) {
+		return false
 	}
-	return string(b.keys[e.ko:e.ko+e.kl]) == string(key)
+	// Equal lengths pad alike: the words decide the 16 bytes after the
+	// prefix; only a longer key's tail is read.
+	if w1, w2 := words(key, cpl); b.pfx[2*i] != w1 || b.pfx[2*i+1] != w2 {
+		return false
+	}
+	if len(key)-cpl <= 16 {
+		return true
+	}
+	return string(b.keys[e.ko+uint32(cpl)+16:e.ko+e.kl]) == string(key[cpl+16:])
 }
 
 // Entry is one decoded entry. Its slices alias the base's buffers, which
@@ -219,7 +268,7 @@ func (b *Base) Len() int { return len(b.ents) }
 
 // Bytes returns the memory the base holds, for accounting.
 func (b *Base) Bytes() int {
-	n := len(b.keys) + len(b.vals) + entBytes*len(b.ents) + 96 + baseInline
+	n := len(b.keys) + len(b.vals) + entBytes*len(b.ents) + 8*len(b.kids) + 96 + baseInline
 	if f := len(b.prefix) + len(b.Low) + len(b.High); f > int(b.used) {
 		n += f - int(b.used) // fences or prefix that did not fit inline
 	}
@@ -287,6 +336,9 @@ func (b *Base) ChildBelow(key []byte) (int, uint64) {
 
 // ChildAt returns the child PID of inner entry i.
 func (b *Base) ChildAt(i int) uint64 {
+	if b.kids != nil {
+		return b.kids[i]
+	}
 	e := b.At(i)
 	return binary.LittleEndian.Uint64(e.Value)
 }

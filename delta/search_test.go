@@ -28,13 +28,15 @@ func TestSearchIndex(t *testing.T) {
 	alphabet := []byte{0, 1, 'a', 'b', 0xff}
 	randKey := func(prefix string) []byte {
 		k := []byte(prefix)
-		for range rng.IntN(12) {
+		for range rng.IntN(24) {
 			k = append(k, alphabet[rng.IntN(len(alphabet))])
 		}
 		return k
 	}
-	for round := range 2000 {
-		prefix := []string{"", "p", "prefix/shared/", "s07f_00000"}[round%4]
+	for round := range 3000 {
+		// The last two share 8 and 14 bytes after "s" (one search word,
+		// and nearly two): the second word and the tail past both decide.
+		prefix := []string{"", "p", "prefix/shared/", "s07f_00000", "s07f_000", "s07f_000000000x"}[round%6]
 		var keys [][]byte
 		for range 1 + rng.IntN(40) {
 			keys = append(keys, randKey(prefix))
@@ -49,6 +51,13 @@ func TestSearchIndex(t *testing.T) {
 		}
 		b := bd.Finish(nil, nil, 0, 0)
 		probes := append(slices.Clone(keys), []byte{}, []byte{0xff, 0xff}, []byte(prefix))
+		for _, k := range keys { // as long as an entry, differing in its last byte only
+			if len(k) > 0 {
+				m := slices.Clone(k)
+				m[len(m)-1] ^= 1
+				probes = append(probes, m)
+			}
+		}
 		for range 20 {
 			probes = append(probes, randKey(prefix), randKey(""))
 		}
@@ -71,16 +80,24 @@ func TestSearchIndex(t *testing.T) {
 }
 
 // BenchmarkBaseSearch: a point search in a leaf of 28 entries with 1 KiB
-// values (the kv_bench P2 shape) and in an inner page of 128 separators.
+// values (the kv_bench P2 shape), in an inner page of 128 separators, and
+// in an inner page of 512 separators over 64 key buckets, as kv_bench's
+// keys make them.
 func BenchmarkBaseSearch(b *testing.B) {
 	for _, c := range []struct {
-		name  string
-		n, vl int
-	}{{"leaf28x1KiB", 28, 1024}, {"inner128", 128, 8}} {
+		name    string
+		n, vl   int
+		buckets bool
+	}{{"leaf28x1KiB", 28, 1024, false}, {"inner128", 128, 8, false}, {"inner512buckets", 512, 8, true}} {
 		var bd Builder
 		var keys [][]byte
 		for i := range c.n {
 			k := fmt.Appendf(nil, "s%03x_%010x", 0x7f, i*1024+0x7f)
+			if c.buckets {
+				// A kv_bench inner page: separators of many buckets,
+				// several per bucket (the first 8 bytes after "s" tie).
+				k = fmt.Appendf(nil, "s%03x_%010x", i/8, (i%8)*50000*1024+i/8)
+			}
 			k = append(k, bytes.Repeat([]byte("x"), 32-len(k))...)
 			keys = append(keys, k)
 			bd.Add(k, make([]byte, c.vl), uint64(i+1), 0, 0)
