@@ -21,11 +21,16 @@ const (
 type Delta struct {
 	// Key and Value share one allocation owned by the delta.
 	Key, Value []byte
-	TxID       uint64
-	Seq        uint32
-	Flags      Flags
 	// Next is the next-older delta of the same page (nil: the base).
 	Next *Delta
+	// KeyHash is a hash of Key, set with Next when the delta joins a
+	// chain (node.Page.Prepend; 0: not set): a chain walk compares it
+	// before reading Key's bytes. Key, Next and KeyHash share the
+	// struct's first cache line.
+	KeyHash uint64
+	TxID    uint64
+	Seq     uint32
+	Flags   Flags
 
 	// Frame identity, assigned under the page lock (docs/crash-safety.md): logical
 	// address, the LSN of the record that produced it and its generation.

@@ -57,7 +57,16 @@ func (p *Page) Bytes() int {
 
 var filterSeed = maphash.MakeSeed()
 
-func keyBit(key []byte) uint64 { return 1 << (maphash.Bytes(filterSeed, key) & 63) }
+// keyHash is a chain delta's Delta.KeyHash: never 0, which means unset.
+func keyHash(key []byte) uint64 { return maphash.Bytes(filterSeed, key) | 1<<63 }
+
+// keyBit is key's bit in a page's Filter.
+func keyBit(h uint64) uint64 { return 1 << (h & 63) }
+
+// sameKey reports whether chain delta d holds key, whose keyHash is h.
+func sameKey(d *delta.Delta, key []byte, h uint64) bool {
+	return (d.KeyHash == 0 || d.KeyHash == h) && bytes.Equal(d.Key, key)
+}
 
 // Visibility decides whether a version written by txid is visible to the
 // reader. Implementations must be safe for concurrent use.
@@ -77,7 +86,8 @@ func (p *Page) Covers(key []byte) bool {
 // Prepend returns a new state with d as the newest delta.
 func (p *Page) Prepend(d *delta.Delta) *Page {
 	d.Next = p.Head
-	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.Key), Size: p.Bytes() + d.Size() + sortEntryBytes, Stub: p.Stub}
+	d.KeyHash = keyHash(d.Key)
+	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.KeyHash), Size: p.Bytes() + d.Size() + sortEntryBytes, Stub: p.Stub}
 }
 
 // maskSet is a tiny set of txids whose versions a CLR hides, for one key.
@@ -142,11 +152,12 @@ func (m *maskSet) hidesSlow(txid uint64, flags delta.Flags) bool {
 func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 	var mask maskSet
 	d := p.Head
-	if d != nil && p.Filter&keyBit(key) == 0 {
+	h := keyHash(key)
+	if d != nil && p.Filter&keyBit(h) == 0 {
 		d = nil
 	}
 	for ; d != nil; d = d.Next {
-		if !bytes.Equal(d.Key, key) {
+		if !sameKey(d, key, h) {
 			continue
 		}
 		if mask.hides(d.TxID, d.Flags) || !vis.Visible(d.TxID) {
@@ -181,11 +192,12 @@ type Version struct {
 func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 	var mask maskSet
 	d := p.Head
-	if d != nil && p.Filter&keyBit(key) == 0 {
+	h := keyHash(key)
+	if d != nil && p.Filter&keyBit(h) == 0 {
 		d = nil // no chain delta holds key
 	}
 	for ; d != nil; d = d.Next {
-		if !bytes.Equal(d.Key, key) {
+		if !sameKey(d, key, h) {
 			continue
 		}
 		if mask.hides(d.TxID, d.Flags) {
@@ -214,11 +226,12 @@ func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 // CLRs included (recovery's redo skips a version already present).
 func (p *Page) Has(key []byte, txid uint64, seq uint32) bool {
 	d := p.Head
-	if d != nil && p.Filter&keyBit(key) == 0 {
+	h := keyHash(key)
+	if d != nil && p.Filter&keyBit(h) == 0 {
 		d = nil
 	}
 	for ; d != nil; d = d.Next {
-		if d.TxID == txid && d.Seq == seq && bytes.Equal(d.Key, key) {
+		if d.TxID == txid && d.Seq == seq && sameKey(d, key, h) {
 			return true
 		}
 	}
