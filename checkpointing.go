@@ -23,7 +23,6 @@ func (db *DB) newCheckpointer() *checkpoint.Checkpointer {
 		Cut:             db.cut,
 		Publish:         db.publish,
 		CollectGarbage:  db.gc.worker.Collect,
-		GCRunning:       db.gc.worker.Running,
 		GCRetry:         gcRetry,
 		Settle:          db.settle,
 		SettleInterval:  interval,

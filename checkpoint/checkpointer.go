@@ -54,10 +54,8 @@ type LoopEnv struct {
 	// run's result through Published.
 	Publish func(g *generation.Gen) error
 	// CollectGarbage runs a GC round if one is due (or force) and reports
-	// whether another should follow soon; GCRunning reports whether one
-	// runs now (writers then wait as during a publish).
+	// whether another should follow soon.
 	CollectGarbage func(force bool) bool
-	GCRunning      func() bool
 	// GCRetry is the pause before a round that left work behind runs again
 	// on a quiet database.
 	GCRetry time.Duration
@@ -150,8 +148,10 @@ func (c *Checkpointer) AfterWrite() {
 }
 
 // Throttle makes a writer wait, before it takes any lock, while the hot
-// generation holds 2x CheckpointBytes because the checkpointer lags (a
-// publish or a GC round is running), or while resident pages exceed the
+// generation holds 2x CheckpointBytes (the checkpointer lags: a publish or
+// a GC round is running, or it has not yet been scheduled to cut the
+// generation it was asked for at 1x, as on a loaded machine; the log
+// cannot be recycled meanwhile), or while resident pages exceed the
 // cache's hard limit (dirty pages the evictor cannot drop until a
 // checkpoint publishes them). The wait is bounded (stallChecks x
 // stallWait).
@@ -171,6 +171,9 @@ func (c *Checkpointer) Throttle() {
 			}()
 		}
 		ch := c.publishedCh()
+		// Ask for the cut: the writes that would (AfterWrite) are the
+		// ones waiting here.
+		c.Kick()
 		select {
 		case <-ch:
 		case <-c.env.Stop:
@@ -182,11 +185,10 @@ func (c *Checkpointer) Throttle() {
 
 // mustWait reports whether a writer must wait for the next publish. O(1).
 func (c *Checkpointer) mustWait() bool {
-	g := c.env.Gens
-	if g.Hot().Bytes() >= 2*c.env.CheckpointBytes && (g.Sealed() != nil || c.env.GCRunning()) {
+	if c.env.Gens.Hot().Bytes() >= 2*c.env.CheckpointBytes {
 		return true
 	}
-	return c.env.Cache.MustWait()
+	return c.env.Cache != nil && c.env.Cache.MustWait()
 }
 
 // Checkpoint asks the loop for a cut now and waits for its publish (and

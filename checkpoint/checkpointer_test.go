@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/generation"
+	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/pagetable"
 )
 
 func TestCheckpointerMailbox(t *testing.T) {
@@ -51,5 +53,44 @@ func TestCheckpointerWake(t *testing.T) {
 	}
 	if c.publishedCh() == ch {
 		t.Fatal("Wake did not renew the channel")
+	}
+}
+
+// TestThrottleWithoutPublish: a writer waits while the hot generation
+// holds 2x CheckpointBytes even when no publish or GC round runs (the
+// checkpointer has not cut the generation yet, as on a loaded machine),
+// asks for the cut itself (the writes that would ask are the ones
+// waiting), and goes on once a publish follows the cut. Before, it
+// waited only during a publish, and the log grew past its bound under
+// load (TestBoundedWAL with two CPU hogs: 4-5 segments).
+func TestThrottleWithoutPublish(t *testing.T) {
+	gens := generation.NewManager(1, 0)
+	var ro atomic.Bool
+	c := New(LoopEnv{Gens: gens, CheckpointBytes: 100, ReadOnly: &ro, Stop: make(chan struct{})})
+	var slot pagetable.Slot[node.Page]
+	gens.Touch(&slot, 1, nil, 1, 200)
+	done := make(chan struct{})
+	go func() { c.Throttle(); close(done) }()
+	select {
+	case <-c.kick:
+	case <-time.After(10 * time.Second): // a hang detector only
+		t.Fatal("the waiting writer did not ask for a cut")
+	}
+	select {
+	case <-done:
+		t.Fatal("Throttle returned while the hot generation holds 2x CheckpointBytes")
+	default:
+	}
+	if gens.Cut(func() uint64 { return 0 }) == nil {
+		t.Fatal("no cut")
+	}
+	c.Published(Result{}, 0)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Throttle still waits after the cut's publish")
+	}
+	if s := c.Stats(); s.Stalls != 1 {
+		t.Fatalf("stalls %d, want 1", s.Stalls)
 	}
 }
