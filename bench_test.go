@@ -118,6 +118,64 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+// bucketKey is kvbench's key for id: "s<id%1024 in 3 hex digits>_<id in
+// 10 hex digits>" padded with 'x' to 32 bytes.
+func bucketKey(buf []byte, id int) []byte {
+	buf = fmt.Appendf(buf[:0], "s%03x_%010x", id%1024, id)
+	for len(buf) < 32 {
+		buf = append(buf, 'x')
+	}
+	return buf
+}
+
+// BenchmarkGetBucketKeys: point reads, each in a fresh snapshot, of 200k
+// keys shaped as kvbench's (bucketKey) with 1 KiB values: an inner page's
+// separators share the 8 bytes after its prefix with every key of their
+// bucket, which a one-word search index could not tell apart.
+func BenchmarkGetBucketKeys(b *testing.B) {
+	const n = 200_000
+	db, err := bwkv.Open(b.TempDir(), &bwkv.Options{Durability: bwkv.DurabilityRelaxed, CacheBytes: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	val := bytes.Repeat([]byte("v"), 1024)
+	perm := rand.New(rand.NewPCG(3, 4)).Perm(n)
+	var kb []byte
+	for i := 0; i < n; i += 100 {
+		err := db.Update(func(tx *bwkv.Txn) error {
+			for _, id := range perm[i : i+100] {
+				kb = bucketKey(kb, id)
+				if err := tx.Put(kb, val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	dst := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	for b.Loop() {
+		kb = bucketKey(kb, rng.IntN(n))
+		s, err := db.NewSnapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		dst, err = s.GetAppend(dst[:0], kb)
+		s.Close()
+		if err != nil || len(dst) != len(val) {
+			b.Fatalf("get: %v, %d bytes", err, len(dst))
+		}
+	}
+}
+
 func BenchmarkPut(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
