@@ -40,12 +40,23 @@ func loadedDB(b *testing.B, n int) *bwkv.DB {
 	if err != nil {
 		b.Fatal(err)
 	}
-	val := bytes.Repeat([]byte("v"), benchValueSize)
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	fillDB(b, db, ids, benchKey, bytes.Repeat([]byte("v"), benchValueSize))
+	benchDBs[n] = db
+	return db
+}
+
+// fillDB puts key(id) = val for every id, 1000 to a transaction, in the
+// order given, then checkpoints.
+func fillDB(b *testing.B, db *bwkv.DB, ids []int, key func([]byte, int) []byte, val []byte) {
 	var kb []byte
-	for i := 0; i < n; i += 1000 {
+	for i := 0; i < len(ids); i += 1000 {
 		err := db.Update(func(tx *bwkv.Txn) error {
-			for j := i; j < i+1000 && j < n; j++ {
-				kb = benchKey(kb, j)
+			for _, id := range ids[i:min(i+1000, len(ids))] {
+				kb = key(kb, id)
 				if err := tx.Put(kb, val); err != nil {
 					return err
 				}
@@ -56,9 +67,9 @@ func loadedDB(b *testing.B, n int) *bwkv.DB {
 			b.Fatal(err)
 		}
 	}
-	db.Checkpoint()
-	benchDBs[n] = db
-	return db
+	if err := db.Checkpoint(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func BenchmarkGetAppend(b *testing.B) {
@@ -140,26 +151,9 @@ func BenchmarkGetBucketKeys(b *testing.B) {
 	}
 	defer db.Close()
 	val := bytes.Repeat([]byte("v"), 1024)
-	perm := rand.New(rand.NewPCG(3, 4)).Perm(n)
-	var kb []byte
-	for i := 0; i < n; i += 100 {
-		err := db.Update(func(tx *bwkv.Txn) error {
-			for _, id := range perm[i : i+100] {
-				kb = bucketKey(kb, id)
-				if err := tx.Put(kb, val); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := db.Checkpoint(); err != nil {
-		b.Fatal(err)
-	}
+	fillDB(b, db, rand.New(rand.NewPCG(3, 4)).Perm(n), bucketKey, val)
 	rng := rand.New(rand.NewPCG(1, 2))
+	var kb []byte
 	dst := make([]byte, 0, 2048)
 	b.ReportAllocs()
 	for b.Loop() {
