@@ -132,7 +132,16 @@ func BenchmarkGet(b *testing.B) {
 // bucketKey is kvbench's key for id: "s<id%1024 in 3 hex digits>_<id in
 // 10 hex digits>" padded with 'x' to 32 bytes.
 func bucketKey(buf []byte, id int) []byte {
-	buf = fmt.Appendf(buf[:0], "s%03x_%010x", id%1024, id)
+	hex := func(buf []byte, v, digits int) []byte {
+		for i := digits - 1; i >= 0; i-- {
+			buf = append(buf, "0123456789abcdef"[(v>>(4*i))&15])
+		}
+		return buf
+	}
+	buf = append(buf[:0], 's')
+	buf = hex(buf, id%1024, 3)
+	buf = append(buf, '_')
+	buf = hex(buf, id, 10)
 	for len(buf) < 32 {
 		buf = append(buf, 'x')
 	}
