@@ -219,9 +219,8 @@ func (c *Cache) OfferPublished(g *generation.Gen) {
 // (false; tree.Env.Admit). While the cache fills (resident leaves under
 // the budget less a quarter of CacheBytes: below where the evictor stops,
 // so a full cache is never taken for a filling one), it is loaded.
-// Otherwise it is
-// loaded only if it was missed before and less than CacheBytes of pages
-// were read from disk since (its reuse distance, in bytes of misses, is
+// Otherwise it is loaded only if it was missed before and less than
+// CacheBytes of pages were read from disk since (its reuse distance, in bytes of misses, is
 // under the cache's size): it would then most likely have stayed cached.
 // A page used again only after more than a cache's worth of other pages
 // stays on disk and evicts nothing: the case a full cache mostly sees
