@@ -15,6 +15,7 @@ func (db *DB) newCheckpointer() *checkpoint.Checkpointer {
 	return checkpoint.New(checkpoint.LoopEnv{
 		Gens:            db.gens,
 		Cache:           db.cache,
+		LogHead:         db.logHead,
 		CheckpointBytes: db.opts.CheckpointBytes,
 		ReadOnly:        &db.readOnly,
 		Stop:            db.stop,
@@ -39,6 +40,14 @@ func (db *DB) newCheckpointer() *checkpoint.Checkpointer {
 			}
 		},
 	})
+}
+
+// logHead is the log's head, 0 before recovery opened the log.
+func (db *DB) logHead() uint64 {
+	if db.wal == nil {
+		return 0
+	}
+	return uint64(db.wal.Head())
 }
 
 // kickCheckpoint asks the checkpointer for a cut.
@@ -124,7 +133,7 @@ func (db *DB) publish(g *generation.Gen) error {
 	db.pt.Reclaim(g.ID)
 	db.sizeLeaves()
 	db.gc.worker.Published()
-	db.ckpt.Published(res, uint64(g.Bytes()))
+	db.ckpt.Published(res, uint64(g.Installed()))
 	db.cache.OfferPublished(g)
 	return nil
 }

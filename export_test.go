@@ -2,6 +2,7 @@ package bwkv
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/bwkv/bwkv/cache"
@@ -138,6 +139,15 @@ func CollectGarbage(db *DB) error {
 func GCVictims(db *DB) int {
 	files, _, _ := db.man.Files()
 	return len(gc.Choose(files, db.gc.policy, nil))
+}
+
+// GCVictimsAll returns the number of data files the GC's policy makes
+// victims with no round budget: the victims of all the rounds due now.
+func GCVictimsAll(db *DB) int {
+	files, _, _ := db.man.Files()
+	p := db.gc.policy
+	p.RoundBytes = math.MaxInt64
+	return len(gc.Choose(files, p, nil))
 }
 
 // GCDue reports whether a GC round is due.

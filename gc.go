@@ -63,7 +63,7 @@ func (db *DB) initGC() {
 		Path:      db.dataPath,
 		Writing:   &db.writing,
 		Stop:      db.stop,
-		Yield:     func() bool { return db.gens.Hot().Bytes() >= db.opts.CheckpointBytes },
+		Yield:     func() bool { return db.ckpt.Due() },
 		DrainWait: gcDrainWait,
 		Verify:    db.hooks.verifyGC(),
 		// The consolidated bases take the checkpoints' codec.

@@ -47,6 +47,7 @@ func (db *DB) open(exists bool) error {
 		lastAddr = st.NextAddr - 1
 	}
 	db.gens = generation.NewManager(1, lastAddr)
+	db.gens.StartLog(st.Frontier)
 	db.heat = checkpoint.NewHeat(db.hooks.hotAfterOr(hotAfter), lastAddr)
 	// Until recovery ends every txid counts as unretired, so consolidation
 	// during redo drops nothing an undo may need; RetireAll follows.

@@ -115,7 +115,12 @@ const walRecordOverhead = 64
 type Options struct {
 	// Durability of commits; default DurabilitySync.
 	Durability Durability
-	// CheckpointBytes of dirty page data trigger a checkpoint; default 64 MiB.
+	// CheckpointBytes of dirty page data trigger a checkpoint; default 64
+	// MiB. A page rewritten many times between checkpoints counts about
+	// once (the checkpoint writes it once), so CheckpointBytes of log
+	// written since the last checkpoint trigger one too (which bounds the
+	// redo after a crash). Writers wait for the checkpointer at twice
+	// either (Stats.BackpressureStalls).
 	CheckpointBytes int64
 	// CacheBytes is the memory budget for clean leaf pages; default 256
 	// MiB. Past it, clean leaves are evicted (see the package Caveats).

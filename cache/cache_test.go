@@ -168,7 +168,7 @@ func (f *fakeEngine) env(cacheBytes int64, gens *generation.Manager) Env {
 func dirtyHot(gens *generation.Manager, bytes int) {
 	pt := pagetable.New[node.Page](1)
 	pid := pt.Alloc()
-	gens.Touch(pt.Slot(pid), pid, nil, 1, bytes)
+	gens.Touch(pt.Slot(pid), pid, nil, 1, bytes, false)
 }
 
 // runUntil runs c's evictor, calls c.Check (as each write and load

@@ -27,14 +27,18 @@ const (
 
 // LoopEnv is how a Checkpointer reaches the engine. The fields read on
 // every write (Gens, Cache, ReadOnly, CheckpointBytes) are concrete, so
-// the throttle makes no indirect call on its fast path; the rest are the
-// engine's steps, called from the checkpointer goroutine or on a stall.
+// the throttle's fast path makes one indirect call (LogHead); the rest are
+// the engine's steps, called from the checkpointer goroutine or on a
+// stall.
 type LoopEnv struct {
 	Gens  *generation.Manager
 	Cache *cache.Cache
+	// LogHead returns the log's head (0 before the log is open): from the
+	// hot generation's LogStart to it is the log the generation holds.
+	LogHead func() uint64
 	// CheckpointBytes is the hot generation's size that asks for a cut
-	// (Options.CheckpointBytes); writers wait at twice it while a publish
-	// or a GC round runs.
+	// (Options.CheckpointBytes): its frame bytes to write (Gen.Bytes) or
+	// logFactor times it of log; writers wait at twice either.
 	CheckpointBytes int64
 	// ReadOnly is the engine's flag: opened read-only or degraded. A
 	// writer never waits on a read-only DB.
@@ -138,17 +142,40 @@ func (c *Checkpointer) Kick() {
 	}
 }
 
+// logFactor: a hot generation holding logFactor x CheckpointBytes of log
+// is due for a cut whatever its frame bytes. Frame bytes alone do not
+// bound the log (nor the redo after a crash): a page rewritten many
+// times in one generation counts about once (Gen.Bytes), while each of
+// its updates logs its new and old values. Under a skewed load, whose hot
+// pages are consolidated many times per generation, the log asks for the
+// cut; under updates spread over many pages, the frame bytes usually do.
+const logFactor = 1
+
+// overBy reports whether the hot generation holds at least n x
+// CheckpointBytes of frame bytes, or n x logFactor x CheckpointBytes of
+// log. O(1).
+func (c *Checkpointer) overBy(hot *generation.Gen, n int64) bool {
+	if hot.Bytes() >= n*c.env.CheckpointBytes {
+		return true
+	}
+	head := c.env.LogHead()
+	return head > hot.LogStart && head-hot.LogStart >= uint64(n*logFactor*c.env.CheckpointBytes)
+}
+
+// Due reports whether the hot generation is due for a cut (its frame
+// bytes or its log, overBy). O(1).
+func (c *Checkpointer) Due() bool { return c.overBy(c.env.Gens.Hot(), 1) }
+
 // AfterWrite runs after each frame-producing write: it asks for a cut
-// when the hot generation passed CheckpointBytes. O(1).
+// when the hot generation is due. O(1).
 func (c *Checkpointer) AfterWrite() {
-	g := c.env.Gens
-	if g.Hot().Bytes() >= c.env.CheckpointBytes && g.Sealed() == nil {
+	if c.env.Gens.Sealed() == nil && c.Due() {
 		c.Kick()
 	}
 }
 
 // Throttle makes a writer wait, before it takes any lock, while the hot
-// generation holds 2x CheckpointBytes (the checkpointer lags: a publish or
+// generation holds twice what makes it due (overBy: the checkpointer lags: a publish or
 // a GC round is running, or it has not yet been scheduled to cut the
 // generation it was asked for at 1x, as on a loaded machine; the log
 // cannot be recycled meanwhile), or while resident pages exceed the
@@ -185,7 +212,7 @@ func (c *Checkpointer) Throttle() {
 
 // mustWait reports whether a writer must wait for the next publish. O(1).
 func (c *Checkpointer) mustWait() bool {
-	if c.env.Gens.Hot().Bytes() >= 2*c.env.CheckpointBytes {
+	if c.overBy(c.env.Gens.Hot(), 2) {
 		return true
 	}
 	return c.env.Cache != nil && c.env.Cache.MustWait()
@@ -264,7 +291,7 @@ func (c *Checkpointer) Attempt(force bool) error {
 		}
 	}
 	pressure := c.env.Cache.TakePressure() && gens.Hot().Frames() > 0
-	if !force && !pressure && gens.Hot().Bytes() < c.env.CheckpointBytes {
+	if !force && !pressure && !c.Due() {
 		return nil
 	}
 	if err := failpoints.Hit(failpoints.CheckpointCut); err != nil {

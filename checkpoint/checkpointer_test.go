@@ -16,7 +16,7 @@ func TestCheckpointerMailbox(t *testing.T) {
 	var ro atomic.Bool
 	ro.Store(true)
 	errClosed := errors.New("closed")
-	c := New(LoopEnv{Gens: generation.NewManager(1, 0), CheckpointBytes: 1 << 20, ReadOnly: &ro, Stop: stop, ErrClosed: errClosed})
+	c := New(LoopEnv{Gens: generation.NewManager(1, 0), LogHead: func() uint64 { return 0 }, CheckpointBytes: 1 << 20, ReadOnly: &ro, Stop: stop, ErrClosed: errClosed})
 	c.Kick()
 	c.Kick() // never blocks
 	c.AfterWrite()
@@ -66,9 +66,61 @@ func TestCheckpointerWake(t *testing.T) {
 func TestThrottleWithoutPublish(t *testing.T) {
 	gens := generation.NewManager(1, 0)
 	var ro atomic.Bool
-	c := New(LoopEnv{Gens: gens, CheckpointBytes: 100, ReadOnly: &ro, Stop: make(chan struct{})})
+	c := New(LoopEnv{Gens: gens, LogHead: func() uint64 { return 0 }, CheckpointBytes: 100, ReadOnly: &ro, Stop: make(chan struct{})})
 	var slot pagetable.Slot[node.Page]
-	gens.Touch(&slot, 1, nil, 1, 200)
+	gens.Touch(&slot, 1, nil, 1, 200, false)
+	throttledUntilCut(t, c, gens, func() uint64 { return 0 })
+	if s := c.Stats(); s.Stalls != 1 {
+		t.Fatalf("stalls %d, want 1", s.Stalls)
+	}
+}
+
+// TestLogTrigger: a hot generation whose frame bytes stay small (a page
+// rewritten over and over counts about once) is still due for a cut once
+// it holds logFactor x CheckpointBytes of log, and writers wait at twice
+// that, so the log stays bounded whatever Gen.Bytes says.
+func TestLogTrigger(t *testing.T) {
+	gens := generation.NewManager(1, 0)
+	gens.StartLog(1000)
+	var head atomic.Uint64
+	head.Store(1000)
+	var ro atomic.Bool
+	c := New(LoopEnv{Gens: gens, LogHead: head.Load, CheckpointBytes: 100, ReadOnly: &ro, Stop: make(chan struct{})})
+	kicked := func() bool {
+		select {
+		case <-c.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	head.Store(1000 + logFactor*100 - 1)
+	c.AfterWrite()
+	if c.Due() || kicked() {
+		t.Fatal("due below logFactor x CheckpointBytes of log")
+	}
+	head.Add(1)
+	c.AfterWrite()
+	if !c.Due() || !kicked() {
+		t.Fatal("not due at logFactor x CheckpointBytes of log")
+	}
+	c.Throttle() // below twice that: no wait
+	if s := c.Stats(); s.Stalls != 0 {
+		t.Fatalf("stalls %d below 2x, want 0", s.Stalls)
+	}
+	head.Store(1000 + 2*logFactor*100)
+	// The cut opens a generation whose log starts at the frontier.
+	throttledUntilCut(t, c, gens, head.Load)
+	if c.Due() {
+		t.Fatal("the new hot generation is due with no log")
+	}
+}
+
+// throttledUntilCut checks that a writer passing c's throttle now waits
+// and asks for a cut, and goes on once the cut (frontier: the log head)
+// is published.
+func throttledUntilCut(t *testing.T, c *Checkpointer, gens *generation.Manager, frontier func() uint64) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { c.Throttle(); close(done) }()
 	select {
@@ -78,10 +130,10 @@ func TestThrottleWithoutPublish(t *testing.T) {
 	}
 	select {
 	case <-done:
-		t.Fatal("Throttle returned while the hot generation holds 2x CheckpointBytes")
+		t.Fatal("Throttle returned while the hot generation holds twice what makes it due")
 	default:
 	}
-	if gens.Cut(func() uint64 { return 0 }) == nil {
+	if gens.Cut(frontier) == nil {
 		t.Fatal("no cut")
 	}
 	c.Published(Result{}, 0)
@@ -89,8 +141,5 @@ func TestThrottleWithoutPublish(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Throttle still waits after the cut's publish")
-	}
-	if s := c.Stats(); s.Stalls != 1 {
-		t.Fatalf("stalls %d, want 1", s.Stalls)
 	}
 }

@@ -19,16 +19,35 @@ type Gen struct {
 	dirty []pagetable.PID
 
 	pinned *xsync.MapOf[pagetable.PID, *node.Page]
-	bytes  atomic.Int64
-	frames atomic.Int64
+	// bytes is the frame bytes the generation would write (Bytes),
+	// installed the frame bytes installed in it (Installed).
+	bytes, installed atomic.Int64
+	frames           atomic.Int64
+
+	// start: the addresses above it were drawn in the generation (the
+	// last address drawn before it opened).
+	start uint64
+	// LogStart is the log position at which the generation opened (the
+	// previous one's Frontier; the published frontier for the first
+	// generation of an Open, set by StartLog): the log it holds is from
+	// there to the head.
+	LogStart uint64
 
 	// Set by Cut when the generation is sealed.
 	Frontier uint64 // log position just past the last record of the generation
 	SnapAddr uint64 // the last address drawn in the generation
 }
 
-// Bytes returns the frame bytes installed in the generation.
+// Bytes returns the frame bytes the generation would write: the bytes of
+// the frames installed in it minus those of its frames that a later
+// install in it superseded (a consolidation replaces the chain it folds).
+// A page rewritten many times in one generation counts about once, as
+// its checkpoint writes it once.
 func (g *Gen) Bytes() int64 { return g.bytes.Load() }
+
+// Installed returns the frame bytes installed in the generation,
+// superseded ones included.
+func (g *Gen) Installed() int64 { return g.installed.Load() }
 
 // Frames returns the number of frames installed in the generation.
 func (g *Gen) Frames() int64 { return g.frames.Load() }
@@ -44,8 +63,8 @@ func (g *Gen) Dirty() []pagetable.PID {
 // Pinned returns the page's state at the cut if it changed after the cut.
 func (g *Gen) Pinned(pid pagetable.PID) (*node.Page, bool) { return g.pinned.Load(pid) }
 
-func newGen(id uint64) *Gen {
-	return &Gen{ID: id, pinned: xsync.NewMapOf[pagetable.PID, *node.Page]()}
+func newGen(id, start uint64) *Gen {
+	return &Gen{ID: id, start: start, pinned: xsync.NewMapOf[pagetable.PID, *node.Page]()}
 }
 
 // Manager owns the gate, the generations and the address counter. All
@@ -67,11 +86,15 @@ type Manager struct {
 // already used (durable, from the manifest).
 func NewManager(firstGen, lastAddr uint64) *Manager {
 	m := &Manager{gate: xsync.NewRBMutex()}
-	m.hot.Store(newGen(firstGen))
+	m.hot.Store(newGen(firstGen, lastAddr))
 	m.addr.Store(lastAddr)
 	m.published.Store(lastAddr)
 	return m
 }
+
+// StartLog sets the hot generation's LogStart: the log position from
+// which its log counts. Call it at Open, before any write.
+func (m *Manager) StartLog(lsn uint64) { m.hot.Load().LogStart = lsn }
 
 // Enter takes the read side of the cut gate. Never re-entrant.
 func (m *Manager) Enter() *xsync.RToken { return m.gate.RLock() }
@@ -100,10 +123,13 @@ func (m *Manager) Hot() *Gen { return m.hot.Load() }
 func (m *Manager) Sealed() *Gen { return m.sealed.Load() }
 
 // Touch marks pid dirty in the hot generation and accounts bytes of new
-// frames. old is the state being replaced (nil for a new page). Call it
-// inside the gate, under the page lock, before publishing the new state.
-// O(1).
-func (m *Manager) Touch(slot *pagetable.Slot[node.Page], pid pagetable.PID, old *node.Page, frames int, bytes int) *Gen {
+// frames. old is the state being replaced (nil for a new page); replaced
+// says the new state does not reach old's frames (a new base: a
+// consolidation, split or merge), so those the hot generation installed
+// no longer count in its Bytes. Call it inside the gate, under the page
+// lock, before publishing the new state. O(1), or O(old's chain) when
+// replaced (whose caller just read that chain to build the base).
+func (m *Manager) Touch(slot *pagetable.Slot[node.Page], pid pagetable.PID, old *node.Page, frames int, bytes int, replaced bool) *Gen {
 	hot := m.hot.Load()
 	if st := slot.Stamp.Load(); st != hot.ID {
 		if s := m.sealed.Load(); s != nil && st == s.ID && old != nil {
@@ -114,9 +140,29 @@ func (m *Manager) Touch(slot *pagetable.Slot[node.Page], pid pagetable.PID, old 
 		hot.dirty = append(hot.dirty, pid)
 		hot.mu.Unlock()
 	}
-	hot.bytes.Add(int64(bytes))
+	hot.installed.Add(int64(bytes))
+	net := int64(bytes)
+	if replaced && old != nil {
+		net -= int64(superseded(old, hot.start))
+	}
+	hot.bytes.Add(net)
 	hot.frames.Add(int64(frames))
 	return hot
+}
+
+// superseded returns the bytes that the frames of state p drawn above
+// address start were accounted with when installed: a delta's Size, a
+// base's Bytes (tree.publish). Frames at or below start belong to an
+// older generation, which writes them (it pinned them if sealed).
+func superseded(p *node.Page, start uint64) int {
+	n := 0
+	for d := p.Head; d != nil && d.Addr > start; d = d.Next {
+		n += d.Size()
+	}
+	if p.Base != nil && p.Base.Addr > start && p.Stub == nil {
+		n += p.Base.Bytes()
+	}
+	return n
 }
 
 // Cut seals the hot generation and opens the next one, under the write
@@ -132,7 +178,9 @@ func (m *Manager) Cut(frontier func() uint64) *Gen {
 	g.Frontier = frontier()
 	g.SnapAddr = m.addr.Load()
 	m.sealed.Store(g)
-	m.hot.Store(newGen(g.ID + 1))
+	next := newGen(g.ID+1, g.SnapAddr)
+	next.LogStart = g.Frontier
+	m.hot.Store(next)
 	return g
 }
 

@@ -184,7 +184,8 @@ func (t *Tree) publish(slot *pagetable.Slot[node.Page], pid pagetable.PID, old, 
 			size = st.Base.Bytes()
 		}
 	}
-	t.env.Gens.Touch(slot, pid, old, frames, size)
+	replaced := old != nil && frames > 0 && st.Base != old.Base
+	t.env.Gens.Touch(slot, pid, old, frames, size, replaced)
 	t.pt.Account(slot, int64(st.Bytes()), st.Base.Level > 0)
 	slot.Store(st)
 }
