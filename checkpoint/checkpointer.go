@@ -175,13 +175,13 @@ func (c *Checkpointer) AfterWrite() {
 }
 
 // Throttle makes a writer wait, before it takes any lock, while the hot
-// generation holds twice what makes it due (overBy: the checkpointer lags: a publish or
-// a GC round is running, or it has not yet been scheduled to cut the
-// generation it was asked for at 1x, as on a loaded machine; the log
-// cannot be recycled meanwhile), or while resident pages exceed the
-// cache's hard limit (dirty pages the evictor cannot drop until a
-// checkpoint publishes them). The wait is bounded (stallChecks x
-// stallWait).
+// generation holds twice what makes it due (overBy), which means the
+// checkpointer lags: a publish or a GC round is running, or it has not
+// yet been scheduled to cut the generation it was asked for at 1x, as on
+// a loaded machine; the log cannot be recycled meanwhile. It also waits
+// while resident pages exceed the cache's hard limit (dirty pages the
+// evictor cannot drop until a checkpoint publishes them). The wait is
+// bounded (stallChecks x stallWait).
 func (c *Checkpointer) Throttle() {
 	var start time.Time
 	for i := 0; i < stallChecks && !c.env.ReadOnly.Load() && c.mustWait(); i++ {
