@@ -18,11 +18,13 @@
 // counters (Stats) and the published broadcast channel.
 //
 // It is also the writers' throttle (Throttle, before any lock): a writer
-// waits while the hot generation holds 2x CheckpointBytes (a publish or a
-// GC round runs, or the cut asked for at 1x has not happened yet: the
-// writer asks for it again), or while the cache is over its hard limit
+// waits while the hot generation holds twice what makes it due, 2x
+// CheckpointBytes of frame bytes or of log (a publish or a GC round runs,
+// or the cut asked for at 1x has not happened yet: the writer asks for it
+// again), or while the cache is over its hard limit
 // (cache.Cache.MustWait); at most 100 x 100 ms, counted as a stall. The
-// fast path reads concrete fields only (no indirect call per write).
+// fast path reads concrete fields and makes one indirect call (the log
+// head).
 // The engine's side (the cut, the publish with its transaction and
 // manifest work, the GC, the settler, degrading) is reached through
 // LoopEnv, as the cache reaches it through cache.Env.

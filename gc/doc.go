@@ -130,8 +130,9 @@
 // junk to other files), so a database with no more publishes still goes
 // on until the data files are within SpaceAmp; each rewrite only removes
 // frames, so this ends;
-// Writers wait at 2x CheckpointBytes during a round as during a publish
-// (the checkpointer's throttle). A round runs
+// Writers wait during a round as during a publish once the hot
+// generation holds twice what makes a cut due (the checkpointer's
+// throttle). A round runs
 // in the engine's checkpointer goroutine right after a checkpoint attempt
 // (checkpoint.Checkpointer calls Worker.Collect through its LoopEnv), so
 // no other manifest commit interleaves with it and the state read at its

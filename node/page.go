@@ -63,6 +63,20 @@ func keyHash(key []byte) uint64 { return maphash.Bytes(filterSeed, key) | 1<<63 
 // keyBit is key's bit in a page's Filter.
 func keyBit(h uint64) uint64 { return 1 << (h & 63) }
 
+// chainOf returns where a walk of p's chain for key starts (nil: no chain
+// delta can hold key, by the Filter) and key's keyHash for sameKey. The
+// key is hashed only when p has a chain.
+func (p *Page) chainOf(key []byte) (*delta.Delta, uint64) {
+	if p.Head == nil {
+		return nil, 0
+	}
+	h := keyHash(key)
+	if p.Filter&keyBit(h) == 0 {
+		return nil, h
+	}
+	return p.Head, h
+}
+
 // sameKey reports whether chain delta d holds key, whose keyHash is h.
 func sameKey(d *delta.Delta, key []byte, h uint64) bool {
 	return (d.KeyHash == 0 || d.KeyHash == h) && bytes.Equal(d.Key, key)
@@ -151,11 +165,7 @@ func (m *maskSet) hidesSlow(txid uint64, flags delta.Flags) bool {
 // before handing it out.
 func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 	var mask maskSet
-	d := p.Head
-	h := keyHash(key)
-	if d != nil && p.Filter&keyBit(h) == 0 {
-		d = nil
-	}
+	d, h := p.chainOf(key)
 	for ; d != nil; d = d.Next {
 		if !sameKey(d, key, h) {
 			continue
@@ -191,11 +201,7 @@ type Version struct {
 // and the versions they mask, until fn returns false.
 func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 	var mask maskSet
-	d := p.Head
-	h := keyHash(key)
-	if d != nil && p.Filter&keyBit(h) == 0 {
-		d = nil // no chain delta holds key
-	}
+	d, h := p.chainOf(key)
 	for ; d != nil; d = d.Next {
 		if !sameKey(d, key, h) {
 			continue
@@ -225,11 +231,7 @@ func (p *Page) Versions(key []byte, fn func(v Version) bool) {
 // Has reports whether the page holds the exact version (txid, seq) of key,
 // CLRs included (recovery's redo skips a version already present).
 func (p *Page) Has(key []byte, txid uint64, seq uint32) bool {
-	d := p.Head
-	h := keyHash(key)
-	if d != nil && p.Filter&keyBit(h) == 0 {
-		d = nil
-	}
+	d, h := p.chainOf(key)
 	for ; d != nil; d = d.Next {
 		if d.TxID == txid && d.Seq == seq && sameKey(d, key, h) {
 			return true
