@@ -133,6 +133,9 @@ type dbCounters struct {
 	hotRestarts atomic.Uint64
 	// blobReads counts blob frames read (pages.go, readBlob).
 	blobReads atomic.Uint64
+	// peekRereads counts the peeks through a chain index that failed and
+	// read the chain again from its head (pages.go, peekPage).
+	peekRereads atomic.Uint64
 }
 
 // Open opens (creating if needed, unless opts.ErrorIfNotExist) the database

@@ -2,10 +2,12 @@ package bwkv
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/bwkv/bwkv/cache"
+	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/gc"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
@@ -275,3 +277,45 @@ func TreeLarge(db *DB) bool { return db.tree.Large() }
 
 // LeavesLarge is sizeLeaves' rule (leavesLarge).
 func LeavesLarge(was bool, live, cache int64) bool { return leavesLarge(was, live, cache) }
+
+// PeekStub searches page pid's durable chain for key as a point access of
+// its stub does (through the stub's chain index, or with unindexed the
+// whole chain from the stub's head): the newest version's value (found
+// false: the chain holds no version of key, or a tombstone) and the frames
+// read. The page must be a stub.
+func PeekStub(db *DB, pid uint64, key []byte, unindexed bool) (val []byte, found bool, frames int, err error) {
+	p := db.pt.Slot(pagetable.PID(pid)).Load()
+	if p == nil || p.Stub == nil {
+		return nil, false, 0, fmt.Errorf("page %d is not a stub", pid)
+	}
+	chain := &p.Stub.Chain
+	if unindexed || !chain.Indexed() {
+		chain = nil
+	}
+	pk, err := db.peekPage(pagetable.PID(pid), p.Base.Addr, key, chain)
+	if err != nil || pk.Disk.Len() == 0 || pk.Disk.FlagsAt(0)&delta.Tombstone != 0 {
+		return nil, false, pk.Frames, err
+	}
+	return pk.Disk.ValueAt(0), true, pk.Frames, nil
+}
+
+// StubIndexed reports how many delta frames page pid's stub indexes (-1:
+// not a stub or no index).
+func StubIndexed(db *DB, pid uint64) int {
+	p := db.pt.Slot(pagetable.PID(pid)).Load()
+	if p == nil || p.Stub == nil || !p.Stub.Chain.Indexed() {
+		return -1
+	}
+	return len(p.Stub.Chain.Frames)
+}
+
+// PeekRereads counts the indexed peeks read again from the chain's head.
+func PeekRereads(db *DB) uint64 { return db.stats.peekRereads.Load() }
+
+// SetTestPeekMutants arms the peek mutants (hooks.go): skip skips the
+// frames a chain index names for the key, noReread returns an indexed
+// read's error instead of reading the chain again.
+func (db *DB) SetTestPeekMutants(skip, noReread bool) {
+	db.hooks.peekSkipIndexed.Store(skip)
+	db.hooks.peekNoReread.Store(noReread)
+}

@@ -51,6 +51,11 @@ type testHooks struct {
 	// stripeSpin, when set, runs before each yield of a hot-stripe taker
 	// (takeStripe) with the yield's number.
 	stripeSpin atomic.Pointer[func(i int)]
+	// peekSkipIndexed and peekNoReread are mutants of a peek through a
+	// chain index (peekPage): the first skips the frames the index names
+	// for the key, the second returns an indexed read's error instead of
+	// reading the chain again from its head.
+	peekSkipIndexed, peekNoReread atomic.Bool
 }
 
 // init copies the knobs an Options carries (nil: none) into h.

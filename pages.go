@@ -163,9 +163,14 @@ func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
 // page) and searched for key (delta.PeekFrame). It returns key's versions,
 // newest first, as a base of that one key (blob values read) with the
 // page's fences, which the tree puts under the stub's in-memory chain.
-// Retried like loadPage when a GC rewrite moved what it followed. It
+// With an index of the chain (chain), only the indexed delta frames whose
+// key hash is key's are read, then the chain from chain.Rest; without
+// one, every frame is read and the result indexes the chain. Retried like
+// loadPage when a GC rewrite moved what it followed; an indexed read that
+// fails (a GC rewrite consolidated the chain at a frame the index skipped
+// and the frames below are gone) is read again from addr unindexed. It
 // records nothing for the GC: the page stays on disk.
-func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte) (tree.Peek, error) {
+func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.DiskChain) (tree.Peek, error) {
 	bp := peekBufs.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) > maxPeekBuf {
@@ -173,56 +178,97 @@ func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte) (tree.Peek, e
 		}
 		peekBufs.Put(bp)
 	}()
+	if chain != nil && chain.Indexed() {
+		pk, err := db.peekChain(pid, chain.Rest, key, bp, chain.Frames, false)
+		if err == nil || db.hooks.peekNoReread.Load() {
+			return pk, err
+		}
+		db.stats.peekRereads.Add(1)
+	}
 	for attempt := 0; ; attempt++ {
 		epoch := db.gcEpoch()
-		pk, err := db.peekChain(pid, addr, key, bp)
+		pk, err := db.peekChain(pid, addr, key, bp, nil, true)
 		if err == nil || attempt >= readRetries || !db.gcMoved(epoch) {
 			return pk, err
 		}
 	}
 }
 
-// peekChain is one attempt of peekPage.
-func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte) (tree.Peek, error) {
+// peekChain is one attempt of peekPage: first the frames of index whose
+// hash is key's (newest first; one that is a base ends the read: a GC
+// rewrite consolidated the chain there), then the chain from head to its
+// base. With build, the result indexes the frames it read from head.
+func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, index []node.ChainFrame, build bool) (tree.Peek, error) {
 	var bd delta.Builder
 	var pk tree.Peek
 	var blobErr error
-	for a := head; ; {
+	visit := func(v delta.Version) {
+		if v.Flags&delta.Blob != 0 && blobErr == nil {
+			var val []byte
+			if val, blobErr = db.peekBlob(pid, v.Value); blobErr == nil {
+				bd.Add(key, val, v.TxID, v.Seq, v.Flags&^delta.Blob)
+			}
+			return
+		}
+		bd.Add(key, v.Value, v.TxID, v.Seq, v.Flags)
+	}
+	// frame reads and searches the frame at a; base reports a base frame.
+	frame := func(a uint64) (h delta.FrameHeader, f delta.Fences, name string, err error) {
 		raw, h, name, err := db.readRaw((*bp)[:0], a)
 		*bp = raw[:0]
 		if err != nil {
-			return pk, err
+			return h, f, name, err
 		}
 		pk.Bytes += len(raw)
 		pk.Frames++
 		if h.PID != uint64(pid) {
-			return pk, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, h.PID, pid)
+			return h, f, name, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, h.PID, pid)
 		}
-		_, f, err := delta.PeekFrame(raw, key, func(v delta.Version) {
-			if v.Flags&delta.Blob != 0 && blobErr == nil {
-				var val []byte
-				if val, blobErr = db.peekBlob(pid, v.Value); blobErr == nil {
-					bd.Add(key, val, v.TxID, v.Seq, v.Flags&^delta.Blob)
-				}
-				return
-			}
-			bd.Add(key, v.Value, v.TxID, v.Seq, v.Flags)
-		})
+		_, f, err = delta.PeekFrame(raw, key, visit)
 		if err != nil {
 			var ce *base.CorruptionError
 			if errors.As(err, &ce) {
 				// At the frame's address, as readChain reports a chain's
 				// frames (the file offset is the pool's to know).
-				return pk, base.CorruptionErrorf(name, int64(a), "frame %d, at byte %d of it: %s", a, ce.Offset, ce.Reason)
+				return h, f, name, base.CorruptionErrorf(name, int64(a), "frame %d, at byte %d of it: %s", a, ce.Offset, ce.Reason)
 			}
-			return pk, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
+			return h, f, name, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, err)
 		}
 		if blobErr != nil {
-			return pk, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, blobErr)
+			return h, f, name, fmt.Errorf("bwkv: page %d frame %d in %s: %w", pid, a, name, blobErr)
+		}
+		return h, f, name, nil
+	}
+	if len(index) > 0 {
+		hash := node.ChainHash(key)
+		for _, c := range index {
+			if c.Hash != hash || db.hooks.peekSkipIndexed.Load() {
+				continue
+			}
+			h, f, _, err := frame(c.Addr)
+			if err != nil {
+				return pk, err
+			}
+			if h.Kind == delta.KindBase {
+				pk.Disk = bd.Finish(f.Low, f.High, f.Sibling, 0)
+				return pk, nil
+			}
+		}
+	}
+	for a := head; ; {
+		h, f, name, err := frame(a)
+		if err != nil {
+			return pk, err
 		}
 		if h.Kind == delta.KindBase {
 			pk.Disk = bd.Finish(f.Low, f.High, f.Sibling, 0)
+			if build {
+				pk.Chain.Rest = a
+			}
 			return pk, nil
+		}
+		if build {
+			pk.Chain.Frames = append(pk.Chain.Frames, node.ChainFrame{Addr: a, Hash: node.ChainHash(f.Key)})
 		}
 		if h.Link == 0 || h.Link >= a {
 			return pk, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, h.Link)

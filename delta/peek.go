@@ -16,12 +16,15 @@ type Version struct {
 }
 
 // Fences are a leaf base's fences and sibling link, as PeekFrame reports
-// them (copies).
+// them (copies), or a delta frame's key.
 type Fences struct {
 	// Low is the inclusive low fence; High the exclusive high one (nil:
 	// plus infinity).
 	Low, High []byte
 	Sibling   uint64
+	// Key is a delta frame's key (nil for a base): it aliases b, or is a
+	// copy if the payload is compressed.
+	Key []byte
 }
 
 // PeekFrame calls visit, in the order a page's Versions would, on each
@@ -33,7 +36,8 @@ type Fences struct {
 // and header); PeekFrame checks every length it follows, so bad bytes
 // return a *base.CorruptionError and never a panic. A blob frame or an
 // inner base is a corruption error: a leaf's chain holds neither. For a
-// base, it also returns the page's fences (f).
+// base, it also returns the page's fences (f); for a delta, its key
+// (f.Key).
 func PeekFrame(b, key []byte, visit func(Version)) (h FrameHeader, f Fences, err error) {
 	h, err = ParseFrameHeader(b)
 	if err != nil {
@@ -55,6 +59,14 @@ func PeekFrame(b, key []byte, visit func(Version)) (h FrameHeader, f Fences, err
 	case KindDelta:
 		if len(p) >= entryHeader && uint64(binary.LittleEndian.Uint32(p))+uint64(binary.LittleEndian.Uint32(p[4:])) != uint64(len(p)-entryHeader) {
 			return h, f, corrupt(FrameHeaderSize, "a delta payload of %d bytes that its entry does not fill", len(p))
+		}
+		if len(p) >= entryHeader {
+			if kl := int(binary.LittleEndian.Uint32(p)); kl <= len(p)-entryHeader {
+				f.Key = p[entryHeader : entryHeader+kl : entryHeader+kl]
+				if h.Codec != CodecNone {
+					f.Key = bytes.Clone(f.Key) // p is a pooled buffer
+				}
+			}
 		}
 		return h, f, peekEntries(p, 1, key, FrameHeaderSize, visit)
 	case KindBase:

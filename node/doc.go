@@ -40,7 +40,9 @@
 //
 // An evicted leaf may stay as a stub state (stub.go): no entries in memory,
 // a Bloom filter (16 bits per key, 5 hashes) of every key its durable state
-// holds, and the deltas installed since. Get, Versions and Has on a stub are
+// holds, an index of its durable chain (DiskChain: each delta frame's
+// address and key hash, so a point read on disk reads only the frames
+// that may hold its key), and the deltas installed since. Get, Versions and Has on a stub are
 // exact for keys the filter rules out (MayContain false) and must not be
 // used for other keys: the tree reads the full page first. Each state
 // records its memory (Size, Bytes) for the cache's O(1) accounting.

@@ -28,6 +28,9 @@ type Stub struct {
 	DiskLen int
 	// Own is the memory of the stub state without its chain.
 	Own int
+	// Chain indexes the durable chain under the stub's base address (the
+	// zero value: not indexed).
+	Chain DiskChain
 	// missed is the cache clock (plus one; 0: none) at the last point read
 	// or write that missed the page (Miss).
 	missed atomic.Int64
@@ -44,6 +47,84 @@ func (s *Stub) Miss(now int64) (prev int64, ok bool) {
 }
 
 var stubSeed = maphash.MakeSeed()
+
+// DiskChain indexes a leaf's durable chain, so that a point read of one
+// key on disk reads only the frames that may hold it: Frames are the
+// chain's delta frames from the top down, each with its key's ChainHash,
+// and Rest is the address where the chain goes on unindexed, read frame
+// by frame down to the base (the base frame's own address when every
+// delta is indexed; 0: no index, the whole chain is read from its head).
+// A data-file GC rewrite may consolidate the chain at a frame the index
+// skips; the frames below stay readable until their files are rewritten,
+// and a reader that finds one gone reads the chain from its head instead.
+type DiskChain struct {
+	Frames []ChainFrame
+	Rest   uint64
+}
+
+// ChainFrame is one delta frame of a DiskChain.
+type ChainFrame struct {
+	Addr uint64
+	Hash uint32
+}
+
+// maxChainIndex bounds the frames a DiskChain indexes; the rest of a
+// longer chain is read frame by frame.
+const maxChainIndex = 128
+
+// ChainHash is the hash of a key that a DiskChain keeps per frame.
+func ChainHash(key []byte) uint32 {
+	h := maphash.Bytes(stubSeed, key)
+	return uint32(h ^ h>>32)
+}
+
+// Indexed reports whether the chain has an index.
+func (c *DiskChain) Indexed() bool { return c.Rest != 0 }
+
+// Bound returns c with at most maxChainIndex frames indexed.
+func (c DiskChain) Bound() DiskChain {
+	if len(c.Frames) > maxChainIndex {
+		c.Rest = c.Frames[maxChainIndex].Addr
+		c.Frames = c.Frames[:maxChainIndex:maxChainIndex]
+	}
+	return c
+}
+
+// bytes is the index's memory.
+func (c *DiskChain) bytes() int { return 16 * cap(c.Frames) }
+
+// stubChain indexes the durable chain of p, a leaf whose every frame is
+// durable (NewStub): p's deltas, then, on a stub, the stub's own index
+// (or its head, unindexed below), else p's base frame. A frame without an
+// address (a page built outside the generational pool) leaves it
+// unindexed.
+func stubChain(p *Page) DiskChain {
+	below := DiskChain{Rest: p.Base.Addr}
+	if p.Stub != nil && p.Stub.Chain.Indexed() {
+		below = p.Stub.Chain
+	}
+	if below.Rest == 0 {
+		return DiskChain{}
+	}
+	c := DiskChain{Frames: make([]ChainFrame, 0, min(p.Len+len(below.Frames), maxChainIndex+1))}
+	for d := p.Head; d != nil; d = d.Next {
+		if d.Addr == 0 {
+			return DiskChain{}
+		}
+		c.Frames = append(c.Frames, ChainFrame{Addr: d.Addr, Hash: ChainHash(d.Key)})
+		if len(c.Frames) > maxChainIndex {
+			return c.Bound()
+		}
+	}
+	for _, f := range below.Frames {
+		c.Frames = append(c.Frames, f)
+		if len(c.Frames) > maxChainIndex {
+			return c.Bound()
+		}
+	}
+	c.Rest = below.Rest
+	return c
+}
 
 const stubHashes = 5
 
@@ -98,7 +179,7 @@ func NewStub(p *Page, head uint64) *Page {
 	if p.Stub != nil {
 		words = max(words, len(p.Stub.bits))
 	}
-	s := &Stub{bits: make([]uint64, words), n: keys, DiskLen: diskLen}
+	s := &Stub{bits: make([]uint64, words), n: keys, DiskLen: diskLen, Chain: stubChain(p)}
 	if p.Stub != nil {
 		s.missed.Store(p.Stub.missed.Load()) // the page stayed on disk
 		// Fold the old filter into the new one: sizes are powers of two,
@@ -121,23 +202,23 @@ func NewStub(p *Page, head uint64) *Page {
 	nb := bd.Finish(bytes.Clone(b.Low), cloneHigh(b.High), b.Sibling, b.Level)
 	nb.Addr = head
 	st := &Page{Base: nb, Stub: s}
-	st.Size = nb.Bytes() + 8*len(s.bits) + 32
+	st.Size = nb.Bytes() + 8*len(s.bits) + 32 + s.Chain.bytes()
 	s.Own = st.Size
 	return st
 }
 
 // DiskStub returns the stub state of a leaf read from disk for one key
 // only: fences holds the page's fences and sibling (its base frame's),
-// head is its newest durable frame's address and diskLen the delta frames
-// above its base. Its filter rules out no key: every key may have
-// versions on disk.
-func DiskStub(fences *delta.Base, head uint64, diskLen int) *Page {
+// head is its newest durable frame's address, diskLen the delta frames
+// above its base and chain their index (if the read made one). Its
+// filter rules out no key: every key may have versions on disk.
+func DiskStub(fences *delta.Base, head uint64, diskLen int, chain DiskChain) *Page {
 	var bd delta.Builder
 	nb := bd.Finish(fences.Low, fences.High, fences.Sibling, 0)
 	nb.Addr = head
-	s := &Stub{bits: []uint64{^uint64(0)}, DiskLen: diskLen}
+	s := &Stub{bits: []uint64{^uint64(0)}, DiskLen: diskLen, Chain: chain.Bound()}
 	st := &Page{Base: nb, Stub: s}
-	st.Size = nb.Bytes() + 8 + 32
+	st.Size = nb.Bytes() + 8 + 32 + s.Chain.bytes()
 	s.Own = st.Size
 	return st
 }

@@ -72,3 +72,58 @@ func TestStubFilter(t *testing.T) {
 		t.Fatal("a full page reports keys beyond memory")
 	}
 }
+
+// TestStubChainIndex: a stub indexes its durable chain newest first (each
+// delta frame's address and key hash, then the base frame's address);
+// a re-stub puts the deltas published since on top of the old index; a
+// chain longer than the bound is indexed in part, the rest read from the
+// first frame left out; a page with a delta that has no address is not
+// indexed.
+func TestStubChainIndex(t *testing.T) {
+	p := leaf([]string{"k0", "k2"}, nil)
+	p.Base.Addr = 10
+	addr := uint64(10)
+	prepend := func(p *Page, key string) *Page {
+		addr++
+		d := delta.New([]byte(key), []byte("v"), addr, 0, 0)
+		d.Addr = addr
+		return p.Prepend(d)
+	}
+	p = prepend(prepend(p, "k1"), "k3") // k3 at 12 over k1 at 11
+	s := NewStub(p, 12)
+	want := []ChainFrame{{12, ChainHash([]byte("k3"))}, {11, ChainHash([]byte("k1"))}}
+	if c := s.Stub.Chain; c.Rest != 10 || fmt.Sprint(c.Frames) != fmt.Sprint(want) {
+		t.Fatalf("index %v rest %d; want %v rest 10", c.Frames, c.Rest, want)
+	}
+	s = prepend(s, "k4")
+	s2 := NewStub(s, 13)
+	want = append([]ChainFrame{{13, ChainHash([]byte("k4"))}}, want...)
+	if c := s2.Stub.Chain; c.Rest != 10 || fmt.Sprint(c.Frames) != fmt.Sprint(want) {
+		t.Fatalf("re-stub: index %v rest %d; want %v rest 10", c.Frames, c.Rest, want)
+	}
+	if s2.Stub.Own < s2.Base.Bytes()+16*len(want) {
+		t.Fatalf("the stub's own memory %d leaves out its index", s2.Stub.Own)
+	}
+
+	long := s2
+	for i := 0; i < maxChainIndex+5; i++ {
+		long = prepend(long, fmt.Sprintf("m%03d", i))
+	}
+	s3 := NewStub(long, addr)
+	if c := s3.Stub.Chain; len(c.Frames) != maxChainIndex || c.Frames[0].Addr != addr || c.Rest != addr-maxChainIndex {
+		t.Fatalf("long chain: %d frames indexed from %d, rest %d; want %d from %d, rest %d", len(c.Frames), c.Frames[0].Addr, c.Rest, maxChainIndex, addr, addr-maxChainIndex)
+	}
+
+	bare := leaf([]string{"k0"}, []string{"k1"}) // no addresses
+	if NewStub(bare, 5).Stub.Chain.Indexed() {
+		t.Fatal("a chain without frame addresses is indexed")
+	}
+	many := DiskChain{Rest: 1}
+	for a := uint64(maxChainIndex + 3); a > 1; a-- {
+		many.Frames = append(many.Frames, ChainFrame{Addr: a})
+	}
+	d := DiskStub(p.Base, 12, 2, many)
+	if c := d.Stub.Chain; len(c.Frames) != maxChainIndex || c.Rest != 3 {
+		t.Fatalf("disk stub index of %d frames (indexed %v); want at most %d", len(c.Frames), c.Indexed(), maxChainIndex)
+	}
+}

@@ -23,9 +23,11 @@ type Peek struct {
 	// Disk holds the key's versions, newest first, as a base of that key
 	// alone, with the page's fences and sibling link (its base frame's).
 	Disk *delta.Base
-	// Bytes is what the peek read, Frames the frames of the chain (its
-	// delta frames and its base).
+	// Bytes is what the peek read, Frames the frames it read.
 	Bytes, Frames int
+	// Chain indexes the chain, when the peek read all of it (no index
+	// given).
+	Chain node.DiskChain
 }
 
 // Peeked carries a peek from a transaction's read to its write of the
@@ -69,7 +71,11 @@ func (t *Tree) peekable(p *node.Page, key []byte) bool {
 func (t *Tree) peek(pid pagetable.PID, p *node.Page, key []byte) (*delta.Base, error) {
 	// A copy: key reaching a func value would make every caller's key
 	// escape, the point reads that never peek included.
-	pk, err := t.env.Peek(pid, p.Base.Addr, bytes.Clone(key))
+	var chain *node.DiskChain
+	if p.Stub.Chain.Indexed() {
+		chain = &p.Stub.Chain
+	}
+	pk, err := t.env.Peek(pid, p.Base.Addr, bytes.Clone(key), chain)
 	if err != nil {
 		if t.pt.Slot(pid).Load() != p {
 			return nil, nil
@@ -100,7 +106,7 @@ func (t *Tree) loadLeaf(pid pagetable.PID, key []byte, pk *Peeked) (*node.Page, 
 			return nil, nil
 		}
 		clock := t.missed.Load()
-		r, err := t.env.Peek(pid, addr, bytes.Clone(key))
+		r, err := t.env.Peek(pid, addr, bytes.Clone(key), nil)
 		if err != nil {
 			if slot.Load() != nil || slot.Disk.Load() != addr {
 				continue // the page moved on while we read: read it again
@@ -109,7 +115,7 @@ func (t *Tree) loadLeaf(pid pagetable.PID, key []byte, pk *Peeked) (*node.Page, 
 		}
 		t.peeks.Add(1)
 		t.missed.Add(int64(r.Bytes))
-		st := node.DiskStub(r.Disk, addr, r.Frames-1)
+		st := node.DiskStub(r.Disk, addr, r.Frames-1, r.Chain)
 		st.Stub.Miss(clock)
 		slot.Mu.Lock()
 		if slot.Load() == nil && slot.Disk.Load() == addr {

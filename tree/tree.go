@@ -85,11 +85,12 @@ type Env struct {
 	// and consolidates at twice that length).
 	WantCompact func(pid pagetable.PID)
 	// Peek, if set, is the point read of key in a leaf's durable chain
-	// from addr (the engine's delta.PeekFrame over the chain's frames). A
+	// from addr (the engine's delta.PeekFrame over the chain's frames),
+	// reading only the frames chain says may hold key (nil: every frame). A
 	// point read or write of a leaf not in memory that the cache does not
 	// admit (Admit) uses it instead of loading the page (nil: every such
 	// access loads it).
-	Peek func(pid pagetable.PID, addr uint64, key []byte) (Peek, error)
+	Peek func(pid pagetable.PID, addr uint64, key []byte, chain *node.DiskChain) (Peek, error)
 	// Admit decides at a point access's miss on leaf stub s (nil: a leaf
 	// with nothing in memory) whether the page is loaded and cached
 	// (true) or searched on disk and left there (false). Required with
