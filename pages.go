@@ -212,7 +212,8 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, 
 		}
 		bd.Add(key, v.Value, v.TxID, v.Seq, v.Flags)
 	}
-	// frame reads and searches the frame at a; base reports a base frame.
+	// frame reads the frame at a, checks it belongs to pid and searches it
+	// for key (into bd).
 	frame := func(a uint64) (h delta.FrameHeader, f delta.Fences, name string, err error) {
 		raw, h, name, err := db.readRaw((*bp)[:0], a)
 		*bp = raw[:0]
