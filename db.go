@@ -112,10 +112,9 @@ type DB struct {
 	txMu sync.Mutex
 	txns map[*Txn]struct{} // open transactions, rolled back by Close
 
-	snapPool   sync.Pool // *slab[Snapshot] (snapshot.go)
-	latestPool sync.Pool // *slab[mvcc.Latest]: DB.Get's visibility (snapshot.go)
-	hot        [hotStripes]hotStripe
-	iterBufs   sync.Pool // *iterScratch: iterators' reusable buffers (iter.go)
+	snapPool sync.Pool // *snapSlab (snapshot.go)
+	hot      [hotStripes]hotStripe
+	iterBufs sync.Pool // *iterScratch: iterators' reusable buffers (iter.go)
 
 	commitsSinceRetire atomic.Int64
 	stop               chan struct{}
@@ -334,12 +333,13 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 
 // GetAppend appends key's committed value to dst and returns the result.
 func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
-	if err := db.checkOpen(); err != nil {
+	s, err := db.NewSnapshot()
+	if err != nil {
 		return dst, err
 	}
-	// No snapshot: the read samples its timestamp after it loaded the
-	// leaf state it searches (mvcc.Latest), so nothing needs registering.
-	return db.getAppend(dst, key, db.newLatest(), nil, nil)
+	out, err := s.GetAppend(dst, key)
+	s.Close()
+	return out, err
 }
 
 // Sync makes every commit so far durable.

@@ -12,15 +12,14 @@ import (
 	"github.com/bwkv/bwkv"
 )
 
-// TestGetLatestUnderConsolidation: DB.Get registers no snapshot (its
-// visibility samples the timestamp after it loaded the leaf state it
-// searches), so it must stay exact while writers consolidate the page on
-// every write and no reader holds back the old versions: counters that
-// only grow read back, per reader, never missing and never smaller than a
-// value the reader saw before or a value committed before its read began.
-// (Sampling the timestamp before the descent, unregistered, reads keys as
-// missing here: a consolidation between the sample and the load drops the
-// version the sample sees.)
+// TestGetLatestUnderConsolidation: DB.Get reads a key's newest committed
+// value while a writer consolidates its page on every write and no other
+// reader holds old versions back: counters that only grow read back, per
+// reader, never missing and never smaller than a value the reader saw
+// before or a value committed before its read began. (A Get that took its
+// timestamp before the descent without registering it fails here, in
+// about two runs of three: a consolidation between the two dropped the
+// version it sees.)
 func TestGetLatestUnderConsolidation(t *testing.T) {
 	o := &bwkv.Options{DeltaChainMax: 1, Durability: bwkv.DurabilityRelaxed}
 	db := openTest(t, o)

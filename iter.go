@@ -161,15 +161,31 @@ type iterScratch struct {
 	bounds []byte
 }
 
-// iterSlabs hands out iterators from slabs (slab, snapshot.go), for the
-// same reason as snapshots: an Iter is never reused, so a handle used
-// after Close can only see its own closed state, never a later owner's
-// scan. A slab is freed by the Go GC once none of its iterators is
-// referenced (Close drops an iterator's references to the DB and its
-// buffers, so a retained closed handle pins only its slab).
-var iterSlabs = sync.Pool{New: func() any { return new(slab[Iter]) }}
+// iterSlabLen is how many iterators one slab holds.
+const iterSlabLen = 64
 
-func newIterHandle() *Iter { return take[Iter](&iterSlabs) }
+// iterSlab hands out iterators from one allocation, as snapSlab does for
+// snapshots and for the same reason: an Iter is never reused, so a handle
+// used after Close can only see its own closed state, never a later
+// owner's scan. The slab is freed by the Go GC once none of its iterators
+// is referenced (Close drops an iterator's references to the DB and its
+// buffers, so a retained closed handle pins only its slab).
+type iterSlab struct {
+	it [iterSlabLen]Iter
+	n  int // iterators handed out; owned by whoever took the slab from the pool
+}
+
+var iterSlabs = sync.Pool{New: func() any { return new(iterSlab) }}
+
+func newIterHandle() *Iter {
+	sl := iterSlabs.Get().(*iterSlab)
+	it := &sl.it[sl.n]
+	sl.n++
+	if sl.n < iterSlabLen {
+		iterSlabs.Put(sl)
+	}
+	return it
+}
 
 // newIter opens a transaction's iterator; owner reports its liveness and
 // live is its close checker.
@@ -575,7 +591,7 @@ func (it *Iter) Close() error {
 	// and Value slices handed out point into page memory, not into these
 	// buffers, so reusing them changes nothing a caller holds; the bounds
 	// were the iterator's own copies. The handle keeps no reference to
-	// anything (it is never reused; see iterSlabs).
+	// anything (it is never reused; see iterSlab).
 	clear(it.ents)
 	it.sc.ents = it.ents[:0]
 	clear(it.ovs)

@@ -74,8 +74,7 @@ func (db *DB) open(exists bool) error {
 	db.cache = db.newCache()
 	db.ckpt = db.newCheckpointer()
 	db.readOnly.Store(o.ReadOnly)
-	db.snapPool.New = func() any { return new(slab[Snapshot]) }
-	db.latestPool.New = func() any { return new(slab[mvcc.Latest]) }
+	db.snapPool.New = func() any { return new(snapSlab) }
 	db.initHot()
 	db.sizeLeaves()
 	if err := db.recover(exists, st); err != nil {

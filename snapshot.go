@@ -1,12 +1,10 @@
 package bwkv
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/mvcc"
-	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/tree"
 )
 
@@ -23,43 +21,30 @@ type Snapshot struct {
 	live invariants.CloseChecker
 }
 
-// snapSlabLen is how many snapshots (or point reads' visibilities) one
-// slab holds.
+// snapSlabLen is how many snapshots one slab holds.
 const snapSlabLen = 64
 
-// slab hands out values of T from one allocation. A value is never
-// reused: a Snapshot handle closed twice, or used after Close, can only
-// ever see its own closed state, never another caller's snapshot (a
-// pooled and recycled handle could not tell its callers apart). Slabs
-// come from a sync.Pool, so taking one is O(1), takes no shared lock, and
-// allocates once per snapSlabLen values (about 64 bytes a snapshot,
-// amortized); the Go GC frees a slab once none of its values is
-// referenced.
-type slab[T any] struct {
-	s [snapSlabLen]T
-	n int // values handed out; owned by whoever took the slab from the pool
-}
-
-// take returns an unused T from pool, whose New makes *slab[T].
-func take[T any](pool *sync.Pool) *T {
-	sl := pool.Get().(*slab[T])
-	v := &sl.s[sl.n]
-	sl.n++
-	if sl.n < snapSlabLen {
-		pool.Put(sl)
-	}
-	return v
+// snapSlab hands out snapshots from one allocation. A Snapshot is never
+// reused: a handle closed twice, or used after Close, can only ever see its
+// own closed state, never another caller's snapshot (a pooled and recycled
+// handle could not tell its callers apart). Slabs come from a sync.Pool, so
+// NewSnapshot is O(1), takes no shared lock, and allocates once per
+// snapSlabLen snapshots (about 64 bytes a snapshot, amortized); the Go GC
+// frees a slab once none of its snapshots is referenced.
+type snapSlab struct {
+	s [snapSlabLen]Snapshot
+	n int // snapshots handed out; owned by whoever took the slab from the pool
 }
 
 // newSnapshot returns an unused Snapshot.
-func (db *DB) newSnapshot() *Snapshot { return take[Snapshot](&db.snapPool) }
-
-// newLatest returns an unused mvcc.Latest of db for one DB.Get: from slabs
-// too, since a Latest passed as node.Visibility escapes to the heap.
-func (db *DB) newLatest() *mvcc.Latest {
-	l := take[mvcc.Latest](&db.latestPool)
-	*l = db.mv.Latest()
-	return l
+func (db *DB) newSnapshot() *Snapshot {
+	sl := db.snapPool.Get().(*snapSlab)
+	s := &sl.s[sl.n]
+	sl.n++
+	if sl.n < snapSlabLen {
+		db.snapPool.Put(sl)
+	}
+	return s
 }
 
 // NewSnapshot opens a snapshot of the committed state. Close it when done:
@@ -100,7 +85,7 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 // getAppend appends to dst the value of key that r sees: the one
 // implementation of Snapshot.GetAppend and Txn.GetAppend, which check that
 // they are usable first.
-func (db *DB) getAppend(dst, key []byte, r node.Visibility, leaf *uint64, pk *tree.Peeked) ([]byte, error) {
+func (db *DB) getAppend(dst, key []byte, r *mvcc.Reader, leaf *uint64, pk *tree.Peeked) ([]byte, error) {
 	if err := db.checkKey(key); err != nil {
 		return dst, err
 	}

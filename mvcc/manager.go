@@ -384,33 +384,3 @@ func (m *Manager) RetireAll() {
 
 // Start returns the reader's start timestamp.
 func (r *Reader) Start() uint64 { return r.start }
-
-// Latest is the visibility of one point read of a key's newest committed
-// version (DB.Get) in one page state the caller has already loaded: its
-// start is sampled at its first use, after that load, and it is not
-// registered. A loaded state never changes, and it holds the newest
-// version committed before it was built (consolidation keeps a key's
-// newest committed version) and every version installed since, so the
-// version visible at a start sampled after the load is in it; one key's
-// versions are installed one after another's end, so the read returns the
-// key's newest committed version at an instant between the load and the
-// sample: the read is linearizable. Search one state with it, once.
-type Latest struct {
-	m     *Manager
-	start uint64
-	set   bool
-}
-
-// Latest returns a Latest of m, its start not sampled yet.
-func (m *Manager) Latest() Latest { return Latest{m: m} }
-
-// Low implements node.Visibility: versions of txids below it are retired.
-func (r *Latest) Low() uint64 { return r.m.low.Load() }
-
-// Visible implements node.Visibility; the first call samples the start.
-func (r *Latest) Visible(id uint64) bool {
-	if !r.set {
-		r.start, r.set = r.m.ts.Load(), true
-	}
-	return r.m.visible(id, 0, r.start)
-}
