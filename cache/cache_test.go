@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/generation"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
@@ -39,6 +40,7 @@ type fakeEngine struct {
 	forgotten  []pagetable.PID
 	kicks      int
 	bgErrs     int
+	missed     int64 // MissedBytes
 }
 
 const (
@@ -128,7 +130,7 @@ func (f *fakeEngine) Shorten(pid pagetable.PID) error {
 	return nil
 }
 
-func (f *fakeEngine) MissedBytes() int64 { return 0 }
+func (f *fakeEngine) MissedBytes() int64 { return f.missed }
 
 func (f *fakeEngine) StubBytes() int64 {
 	f.mu.Lock()
@@ -224,6 +226,45 @@ func TestBudget(t *testing.T) {
 	}
 	if got, want := c.hardLimit(), HardBase(900)+110; got != want {
 		t.Errorf("hardLimit %d, want %d", got, want)
+	}
+}
+
+// TestAdmit: while the cache fills every page is admitted; once it is
+// full, a stub's page only after two reuse distances in a row (bytes of
+// pages read from disk between two misses of it) under CacheBytes, not
+// after one, which a spread-out load gives by chance; a leaf with nothing
+// in memory never.
+func TestAdmit(t *testing.T) {
+	f := newFake(10) // 1000 bytes of leaves
+	c := f.newCache(f.env(1000, generation.NewManager(1, 0)))
+	s := node.DiskStub(&delta.Base{}, 1, 0, node.DiskChain{}).Stub
+	for pid := pagetable.PID(1); pid <= 3; pid++ {
+		f.pages[pid].bytes = 0 // 700 resident, under 1000 less a quarter: filling
+	}
+	if !c.Admit(s) || !c.Admit(nil) {
+		t.Fatal("a filling cache refuses a page")
+	}
+	f.pages[1].bytes = fullBytes // 800 resident: full
+	if c.Admit(nil) {
+		t.Fatal("a full cache admits a leaf with nothing in memory")
+	}
+	for i, step := range []struct {
+		clock int64
+		want  bool
+	}{
+		{0, false},     // no miss before
+		{500, false},   // one short distance (500)
+		{900, true},    // two in a row (500, 400)
+		{950, true},    // and on
+		{5000, false},  // a long one
+		{5100, false},  // one short after it
+		{5200, true},   // two
+		{10000, false}, // long again
+	} {
+		f.missed = step.clock
+		if got := c.Admit(s); got != step.want {
+			t.Fatalf("miss %d at clock %d: admit %v, want %v", i, step.clock, got, step.want)
+		}
 	}
 }
 

@@ -34,6 +34,9 @@ type Stub struct {
 	// missed is the cache clock (plus one; 0: none) at the last point read
 	// or write that missed the page (Miss).
 	missed atomic.Int64
+	// short records whether the last miss came soon after the one before
+	// it (Short).
+	short atomic.Bool
 }
 
 // Miss records a point access that did not find the page in memory at
@@ -45,6 +48,12 @@ func (s *Stub) Miss(now int64) (prev int64, ok bool) {
 	p := s.missed.Swap(now + 1)
 	return p - 1, p != 0
 }
+
+// Short records whether the miss just recorded (Miss) came soon after
+// the one before it, by the caller's measure, and reports whether the one
+// before that did too: two short reuse distances in a row. O(1), safe for
+// concurrent use.
+func (s *Stub) Short(short bool) bool { return s.short.Swap(short) && short }
 
 var stubSeed = maphash.MakeSeed()
 
@@ -182,6 +191,7 @@ func NewStub(p *Page, head uint64) *Page {
 	s := &Stub{bits: make([]uint64, words), n: keys, DiskLen: diskLen, Chain: stubChain(p)}
 	if p.Stub != nil {
 		s.missed.Store(p.Stub.missed.Load()) // the page stayed on disk
+		s.short.Store(p.Stub.short.Load())
 		// Fold the old filter into the new one: sizes are powers of two,
 		// so a key's bit positions modulo the old size are the old ones.
 		for i := range s.bits {

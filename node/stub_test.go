@@ -127,3 +127,17 @@ func TestStubChainIndex(t *testing.T) {
 		t.Fatalf("disk stub index of %d frames (indexed %v); want at most %d", len(c.Frames), c.Indexed(), maxChainIndex)
 	}
 }
+
+// TestStubShort: Short reports two short reuse distances in a row, and a
+// re-stub keeps the last one (the page stayed on disk).
+func TestStubShort(t *testing.T) {
+	s := NewStub(leaf([]string{"k0"}, nil), 1)
+	for i, c := range []struct{ short, want bool }{{true, false}, {true, true}, {false, false}, {true, false}} {
+		if got := s.Stub.Short(c.short); got != c.want {
+			t.Fatalf("step %d: Short(%v) = %v, want %v", i, c.short, got, c.want)
+		}
+	}
+	if s2 := NewStub(s, 2); !s2.Stub.Short(true) {
+		t.Fatal("a re-stub forgot the last short distance")
+	}
+}
