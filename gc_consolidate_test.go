@@ -86,6 +86,27 @@ func chainOpts(o bwkv.Options, copyAsIs bool) (paused, running *bwkv.Options) {
 	return bwkv.WithTestGCPaused(opts), opts
 }
 
+// openChain opens a database in dir with chainOpts' paused options (and
+// cacheBytes instead of their one-byte cache, if positive) and makes one
+// leaf with a 30-delta chain on disk over 8 keys (writeChain). It returns
+// the database (closed at the test's end), each key's values, the leaf's
+// PID and its chain on disk.
+func openChain(t *testing.T, dir string, cacheBytes int64) (*bwkv.DB, map[string][]string, uint64, []frameLoc) {
+	t.Helper()
+	paused, _ := chainOpts(bwkv.Options{}, false)
+	if cacheBytes > 0 {
+		paused.CacheBytes = cacheBytes
+	}
+	db, err := bwkv.Open(dir, paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	versions := writeChain(t, db, 8, 30, 0, nil)
+	pid, chain := leafChain(t, frameMap(t, dir))
+	return db, versions, pid, chain
+}
+
 // writeChain makes a leaf with a long on-disk chain: 65 fillers (the
 // 65th write consolidates the root leaf and splits it, so the keys below
 // land, with an empty chain, in a leaf that is not the root, which is
@@ -302,14 +323,7 @@ func TestGCConsolidateRacesLoad(t *testing.T) {
 
 func testGCConsolidateRacesLoad(t *testing.T, at string) {
 	dir := t.TempDir()
-	paused, _ := chainOpts(bwkv.Options{}, false)
-	db, err := bwkv.Open(dir, paused)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	versions := writeChain(t, db, 8, 30, 0, nil)
-	pid, chain := leafChain(t, frameMap(t, dir))
+	db, versions, pid, chain := openChain(t, dir, 0)
 	head := chain[0].h.Addr
 	trigger := head
 	if at == "base" {
@@ -381,16 +395,7 @@ func testGCConsolidateRacesLoad(t *testing.T, at string) {
 // below it, gc.Env.LoadRoot), or the stub's full load finds no frame there.
 func TestGCConsolidateKeepsStubRoot(t *testing.T) {
 	dir := t.TempDir()
-	o := bwkv.Options{CacheBytes: 64 << 20} // no evictor at work: the test makes the stub
-	paused, _ := chainOpts(o, false)
-	paused.CacheBytes = 64 << 20
-	db, err := bwkv.Open(dir, paused)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	versions := writeChain(t, db, 8, 30, 0, nil)
-	pid, chain := leafChain(t, frameMap(t, dir))
+	db, versions, pid, chain := openChain(t, dir, 64<<20) // no evictor at work: the test makes the stub
 	root := chain[0].h.Addr
 	if bwkv.StubAll(db) == 0 {
 		t.Fatal("no leaf stubbed")

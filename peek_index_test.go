@@ -18,15 +18,7 @@ import (
 // after the GC.
 func TestPeekChainIndex(t *testing.T) {
 	dir := t.TempDir()
-	paused, _ := chainOpts(bwkv.Options{}, false)
-	paused.CacheBytes = 64 << 20 // no evictor at work: the test makes the stub
-	db, err := bwkv.Open(dir, paused)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	versions := writeChain(t, db, 8, 30, 0, nil)
-	pid, chain := leafChain(t, frameMap(t, dir))
+	db, versions, pid, chain := openChain(t, dir, 64<<20) // no evictor at work: the test makes the stub
 	if bwkv.StubAll(db) == 0 {
 		t.Fatal("no leaf stubbed")
 	}
