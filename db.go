@@ -51,21 +51,6 @@ const (
 	smallDataFactor = 1.5
 )
 
-// foldChainMax is tree.Config.FoldMax for a DeltaChainMax of chainMax: a
-// leaf's consolidation folds its chain (node.Fold: the checkpoints write
-// the chain's new deltas, not a new base of the whole leaf) while the
-// chain on disk stays within foldChains consolidations' worth of deltas;
-// the next consolidation writes a base frame. A longer chain on disk
-// costs space (its deltas repeat versions the base holds), reads of the
-// page from disk and the GC's copying.
-// In-memory W4 (200k x 1 KiB, paired against no folding,
-// bench/results/s15-ab): write amplification 4.6-4.9 -> 4.1-4.2, ops
-// +20.6, -6.0, +13.8%; at 4 chains the write amplification fell further
-// (3.7-3.9) but the ops and p99 did not follow.
-func foldChainMax(chainMax int) int { return foldChains * chainMax }
-
-const foldChains = 2
-
 // hotAfter: a page whose durable head was published less than this long
 // ago is hot, and its next checkpoint frames are stored uncompressed
 // (checkpoint.Heat): they are superseded within about that long, and

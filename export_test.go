@@ -58,13 +58,6 @@ func WithTestNoShorten(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.noShorten = true })
 }
 
-// WithTestFoldMax returns a copy of o whose consolidations fold chains
-// while the chain on disk holds at most n deltas (tree.Config.FoldMax;
-// negative: never fold).
-func WithTestFoldMax(o *Options, n int) *Options {
-	return withHooks(o, func(h *testHooks) { h.foldMax = n })
-}
-
 // WithTestHotAfter returns a copy of o whose checkpoints take a page as
 // hot (its frames stored plain) when its durable head is younger than d;
 // d < 0: no page is hot.
@@ -326,7 +319,3 @@ func (db *DB) SetTestPeekMutants(skip, noReread bool) {
 	db.hooks.peekSkipIndexed.Store(skip)
 	db.hooks.peekNoReread.Store(noReread)
 }
-
-// SquashPage consolidates leaf pid into a base frame as the idle settle
-// does (tree.Tree.Squash). Only while the settle does not run.
-func SquashPage(db *DB, pid uint64) error { return db.tree.Squash(pagetable.PID(pid)) }

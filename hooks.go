@@ -37,9 +37,6 @@ type testHooks struct {
 	// noShorten stops the evictor consolidating the long chains of pages
 	// in use (tree.Config.ReadChain 0), for tests that build chains.
 	noShorten bool
-	// foldMax, when not zero, replaces tree.Config.FoldMax; negative: no
-	// consolidation folds its chain (every one writes a base frame).
-	foldMax int
 
 	// cut, when set, runs between a cut and its publish.
 	cut atomic.Pointer[func()]
@@ -73,7 +70,6 @@ func (h *testHooks) init(from *testHooks) {
 	h.gcNoConsolidate = from.gcNoConsolidate
 	h.hotAfter = from.hotAfter
 	h.noShorten = from.noShorten
-	h.foldMax = from.foldMax
 	h.gcPaused.Store(from.gcPaused.Load())
 	h.frameRead.Store(from.frameRead.Load())
 	h.stripeSpin.Store(from.stripeSpin.Load())
@@ -94,15 +90,6 @@ func (h *testHooks) hotAfterOr(d time.Duration) time.Duration {
 func (h *testHooks) readChainOr(n int) int {
 	if h.noShorten {
 		return 0
-	}
-	return n
-}
-
-// foldMaxOr returns tree.Config.FoldMax: the hook's if set (0 for a
-// negative one), else n.
-func (h *testHooks) foldMaxOr(n int) int {
-	if h.foldMax != 0 {
-		return max(h.foldMax, 0)
 	}
 	return n
 }

@@ -62,7 +62,6 @@ func (db *DB) open(exists bool) error {
 		// Used while sizeLeaves says the data is large (at Open, before
 		// recovery, and after each publish).
 		SmallSplitBytes: smallLeafBytes,
-		FoldMax:         db.hooks.foldMaxOr(foldChainMax(o.DeltaChainMax)),
 	}, tree.Env{
 		Retention:   retention{db},
 		Gens:        db.gens,

@@ -102,10 +102,6 @@ type TreeStats struct {
 	ChainHist                                  [8]int
 	Bytes                                      int64
 	Consolidations, Splits, RootSplits, Merges uint64
-	// Folds counts the leaf consolidations whose new base got no frame of
-	// its own: the checkpoints write the chain's deltas instead
-	// (docs/architecture.md; counted in Consolidations too).
-	Folds uint64
 }
 
 // CacheStats describes the page cache.
@@ -160,7 +156,6 @@ func (db *DB) Stats() Stats {
 	s.Tree = TreeStats{
 		Pages: sh.Pages, Leaves: sh.Leaves, Depth: sh.Depth, ChainHist: sh.ChainHist, Bytes: sh.Bytes,
 		Consolidations: ts.Consolidations, Splits: ts.Splits, RootSplits: ts.RootSplits, Merges: ts.Merges,
-		Folds: ts.Folds,
 	}
 	s.Cache.Bytes = db.pt.Resident()
 	s.Cache.Misses = ts.Loads // pages read from data files
@@ -278,7 +273,6 @@ func (s Stats) Sub(prev Stats) Stats {
 	t.Splits -= pt.Splits
 	t.RootSplits -= pt.RootSplits
 	t.Merges -= pt.Merges
-	t.Folds -= pt.Folds
 	ca, pca := &d.Cache, prev.Cache
 	ca.Hits -= pca.Hits
 	ca.Misses -= pca.Misses
@@ -369,7 +363,6 @@ func (s Stats) String() string {
 	row("tree", "chain histogram", s.Tree.ChainHist)
 	row("tree", "bytes", bytesIEC(s.Tree.Bytes))
 	row("tree", "consolidations", count(s.Tree.Consolidations))
-	row("tree", "folds", count(s.Tree.Folds))
 	row("tree", "splits", count(s.Tree.Splits))
 	row("tree", "root splits", s.Tree.RootSplits)
 	row("tree", "merges", s.Tree.Merges)

@@ -150,9 +150,6 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	// generation would be published again.
 	ferr := failpoints.Hit(failpoints.CheckpointMarkDurable)
 	e.Gens.Publish(g)
-	for _, f := range gt.folds {
-		f.Written()
-	}
 	e.Heat.Published(time.Now(), g.SnapAddr)
 	e.Heat.wrote(gt.hotPages, gt.coldBases, gt.removed)
 	if ferr != nil {
@@ -206,8 +203,6 @@ type gathered struct {
 	hot  int64
 	// hotPages wrote frames plain; coldBases wrote a base cold (Heat).
 	hotPages, coldBases []uint64
-	// folds are the folded bases whose deltas the publish makes durable.
-	folds []*node.Fold
 }
 
 // gather walks the sealed generation's dirty pages: for each, its state at
@@ -260,12 +255,8 @@ func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uin
 	if d != nil {
 		keep = d.Addr
 	} else if st.Base.Addr > published {
-		if k, ok := gt.fold(pid, st.Fold, published); ok {
-			keep = k
-		} else {
-			keep = 0
-			gt.frames = append(gt.frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
-		}
+		keep = 0
+		gt.frames = append(gt.frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
 	}
 	gt.bl.page(uint64(pid), gt.frames[n:])
 	if len(gt.frames) > n && e.Heat != nil && e.Compressor != nil && e.Compressor.Codec() != delta.CodecNone {
@@ -286,29 +277,6 @@ func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uin
 			gt.written = append(gt.written, slices.Clone(gt.frames[n:]))
 		}
 	}
-}
-
-// fold gathers the deltas of folded base f (nil: not folded) above
-// published (node.Fold.Pending), each linked to the next older, and
-// returns the newest durable frame they reach; Run marks the fold written
-// after the publish. ok false: the base is written as a base frame (at
-// its address, which the chain's newest delta would have taken).
-func (gt *gathered) fold(pid pagetable.PID, f *node.Fold, published uint64) (keep uint64, ok bool) {
-	if f == nil {
-		return 0, false
-	}
-	n := len(gt.frames)
-	keep, ok = f.Pending(published, func(d *delta.Delta, link uint64) {
-		if !failpoints.Skip(failpoints.MutCheckpointFoldDropped) {
-			gt.frames = append(gt.frames, &delta.Frame{Addr: d.Addr, PID: uint64(pid), LSN: d.LSN, Link: link, Delta: d})
-		}
-	})
-	if !ok {
-		gt.frames = gt.frames[:n]
-		return 0, false
-	}
-	gt.folds = append(gt.folds, f)
-	return keep, true
 }
 
 // isHot reports whether pid is a hot page (Heat): its durable head is

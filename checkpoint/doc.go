@@ -37,11 +37,8 @@
 // frame (which may be durable in an older file). Frames superseded before
 // the cut are no longer reachable from any sealed state and are never
 // written (Stats counts them as skipped). A page removed by a merge is
-// removed from the page table. A folded base (node.Fold) has no frame of
-// its own: its deltas not yet durable are written instead, each linked to
-// the next older, the oldest to the durable frame under the fold, and the
-// fold is marked written after the publish. All frames go into one data
-// file in ascending address order.
+// removed from the page table. All frames go into one data file in
+// ascending address order.
 //
 // With Env.BlobThreshold, leaf entries whose values reach it are written
 // as references to blob frames (blobs.go): a version whose blob the page's

@@ -69,9 +69,6 @@ const (
 	MutCheckpointNoDataSync = "mutant_checkpoint_no_data_sync"
 	// A checkpoint leaves one dirty page out of its data file and edit.
 	MutCheckpointDropPage = "mutant_checkpoint_drop_page"
-	// A checkpoint writes no frame for a folded base's deltas (the page's
-	// head still moves to the base's address).
-	MutCheckpointFoldDropped = "mutant_checkpoint_fold_dropped"
 	// A superseded frame's junk is not recorded in the ledger.
 	MutJunkNotRecorded = "mutant_junk_not_recorded"
 	// The GC deletes its victims (durably) before the manifest remaps
@@ -87,6 +84,6 @@ const (
 // Mutants lists every mutant point, for prod_test.sh mutants.
 var Mutants = []string{
 	MutCommitNotDurable, MutCheckpointNoWALSync, MutCheckpointNoDataSync,
-	MutCheckpointDropPage, MutCheckpointFoldDropped, MutJunkNotRecorded,
-	MutGCDeleteBeforeRemap, MutRecoveryNoUndo, MutCLRNoUndoNext,
+	MutCheckpointDropPage, MutJunkNotRecorded, MutGCDeleteBeforeRemap,
+	MutRecoveryNoUndo, MutCLRNoUndoNext,
 }

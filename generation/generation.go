@@ -6,7 +6,6 @@ import (
 
 	"github.com/puzpuzpuz/xsync/v3"
 
-	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 )
@@ -153,21 +152,16 @@ func (m *Manager) Touch(slot *pagetable.Slot[node.Page], pid pagetable.PID, old 
 
 // superseded returns the bytes that the frames of state p drawn above
 // address start were accounted with when installed: a delta's Size, a
-// base's Bytes (tree.publish), a folded base's deltas' Size (it has no
-// frame of its own). Frames at or below start belong to an older
-// generation, which writes them (it pinned them if sealed).
+// base's Bytes (tree.publish). Frames at or below start belong to an
+// older generation, which writes them (it pinned them if sealed).
 func superseded(p *node.Page, start uint64) int {
 	n := 0
 	for d := p.Head; d != nil && d.Addr > start; d = d.Next {
 		n += d.Size()
 	}
-	if p.Base == nil || p.Base.Addr <= start || p.Stub != nil {
-		return n
+	if p.Base != nil && p.Base.Addr > start && p.Stub == nil {
+		n += p.Base.Bytes()
 	}
-	if p.Fold == nil {
-		return n + p.Base.Bytes()
-	}
-	p.Fold.Pending(start, func(d *delta.Delta, _ uint64) { n += d.Size() })
 	return n
 }
 

@@ -46,12 +46,4 @@
 // exact for keys the filter rules out (MayContain false) and must not be
 // used for other keys: the tree reads the full page first. Each state
 // records its memory (Size, Bytes) for the cache's O(1) accounting.
-//
-// # Folded bases
-//
-// A consolidation over a durable base may fold the chain (fold.go): the
-// new base has no frame of its own, takes its newest delta's address and
-// keeps the deltas not yet durable (Fold) for the checkpoint to write on
-// top of the durable frame below; Fold.Chain indexes that chain on disk
-// for the stub the leaf may become.
 package node

@@ -27,9 +27,6 @@ type Page struct {
 	// Stub is set on an evicted leaf whose entries are on disk only (see
 	// Stub); Base then holds no entries.
 	Stub *Stub
-	// Fold is set when Base is a folded base (see Fold): on disk the page
-	// is the chain the base folded, not a base frame.
-	Fold *Fold
 
 	// sorted is the chain in key order, built the first time a scan of
 	// this state needs it (sortedChain) and shared by every later scan:
@@ -104,7 +101,7 @@ func (p *Page) Covers(key []byte) bool {
 func (p *Page) Prepend(d *delta.Delta) *Page {
 	d.Next = p.Head
 	d.KeyHash = keyHash(d.Key)
-	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.KeyHash), Size: p.Bytes() + d.Size() + sortEntryBytes, Stub: p.Stub, Fold: p.Fold}
+	return &Page{Base: p.Base, Head: d, Len: p.Len + 1, Filter: p.Filter | keyBit(d.KeyHash), Size: p.Bytes() + d.Size() + sortEntryBytes, Stub: p.Stub}
 }
 
 // maskSet is a tiny set of txids whose versions a CLR hides, for one key.

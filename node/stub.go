@@ -104,16 +104,13 @@ func (c *DiskChain) bytes() int { return 16 * cap(c.Frames) }
 
 // stubChain indexes the durable chain of p, a leaf whose every frame is
 // durable (NewStub): p's deltas, then, on a stub, the stub's own index
-// (or its head, unindexed below), on a folded base the fold's index, else
-// p's base frame. A frame without an
+// (or its head, unindexed below), else p's base frame. A frame without an
 // address (a page built outside the generational pool) leaves it
 // unindexed.
 func stubChain(p *Page) DiskChain {
 	below := DiskChain{Rest: p.Base.Addr}
 	if p.Stub != nil && p.Stub.Chain.Indexed() {
 		below = p.Stub.Chain
-	} else if p.Fold != nil {
-		below = p.Fold.Chain
 	}
 	if below.Rest == 0 {
 		return DiskChain{}
@@ -182,9 +179,6 @@ func NewStub(p *Page, head uint64) *Page {
 	keys, diskLen := p.Len, p.Len
 	if p.Stub == nil {
 		keys += b.Keys
-		if p.Fold != nil {
-			diskLen += p.Fold.DiskLen
-		}
 	} else {
 		keys += p.Stub.n
 		diskLen += p.Stub.DiskLen

@@ -39,7 +39,7 @@ const (
 // For the engine's background worker; a page that changed meanwhile is
 // re-examined, and one that no longer needs it is left alone.
 func (t *Tree) Compact(pid pagetable.PID) error {
-	return t.compact(pid, t.stubChainMax(), t.cfg.ChainMax, true)
+	return t.compact(pid, t.stubChainMax(), t.cfg.ChainMax)
 }
 
 // Squash consolidates leaf pid if its chain holds any delta, in memory or
@@ -47,13 +47,13 @@ func (t *Tree) Compact(pid pagetable.PID) error {
 // of deltas above a base stores versions the base may repeat, and the
 // next checkpoint of the consolidated page turns the whole old chain into
 // junk the data-file GC reclaims.
-func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0, false) }
+func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0) }
 
 // Rebase consolidates leaf pid into a new base even if its chain is
 // empty (reading it first if it is a stub or on disk only), so the next
 // checkpoint writes the page again as one base frame. The idle settle
 // uses it to rewrite compressed the pages a checkpoint stored plain.
-func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1, false) }
+func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1) }
 
 // Shorten consolidates leaf pid if it is resident in full with a chain at
 // least Config.ReadChain long (a stub is left alone: Compact handles its
@@ -67,15 +67,12 @@ func (t *Tree) Shorten(pid pagetable.PID) error {
 	if t.cfg.ReadChain <= 0 {
 		return nil
 	}
-	return t.compact(pid, math.MaxInt, t.cfg.ReadChain-1, true)
+	return t.compact(pid, math.MaxInt, t.cfg.ReadChain-1)
 }
 
 // compact consolidates leaf pid when a stub's chain (memory and disk)
-// reaches stubMin, or a full page's chain is longer than fullMax. With
-// fold, the consolidation may fold the chain (node.Fold); without, it
-// writes a base frame, also for a folded base with no chain in memory
-// (its chain on disk is the one to replace).
-func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int, fold bool) error {
+// reaches stubMin, or a full page's chain is longer than fullMax.
+func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int) error {
 	for tries := 0; tries < 4; tries++ {
 		p, err := t.load(pid)
 		if err != nil || p == nil || p.Removed || p.Base.Level != 0 {
@@ -93,7 +90,7 @@ func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int, fold bool) error
 				continue
 			}
 		}
-		sp, done := t.compactFull(pid, fullMax, fold)
+		sp, done := t.compactFull(pid, fullMax)
 		if sp != nil {
 			_ = t.post(sp)
 		}
@@ -105,9 +102,8 @@ func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int, fold bool) error
 }
 
 // compactFull consolidates pid's full state if its chain is longer than
-// maxLen, or, without fold, if its base is folded. done is false if the
-// slot held a stub again (evicted meanwhile).
-func (t *Tree) compactFull(pid pagetable.PID, maxLen int, fold bool) (*split, bool) {
+// maxLen. done is false if the slot held a stub again (evicted meanwhile).
+func (t *Tree) compactFull(pid pagetable.PID, maxLen int) (*split, bool) {
 	tok := t.env.Gens.Enter()
 	defer t.env.Gens.Exit(tok)
 	slot := t.pt.Slot(pid)
@@ -120,17 +116,10 @@ func (t *Tree) compactFull(pid pagetable.PID, maxLen int, fold bool) (*split, bo
 	if p.Stub != nil {
 		return nil, false
 	}
-	if p.Len <= maxLen && (fold || p.Fold == nil) {
+	if p.Len <= maxLen {
 		return nil, true
 	}
-	np, sp, _ := t.consolidate(pid, p, fold)
-	if np.Fold != nil {
-		// No new frame: the chain's deltas are written as they are.
-		t.env.Gens.Touch(slot, pid, p, 0, 0, false)
-		t.pt.Account(slot, int64(np.Bytes()), false)
-		slot.Store(np)
-		return sp, true
-	}
+	np, sp, _ := t.consolidate(pid, p)
 	t.publish(slot, pid, p, np, 1)
 	return sp, true
 }

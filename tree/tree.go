@@ -33,12 +33,6 @@ type Config struct {
 	// reads load their leaf from disk, and a smaller leaf is a smaller
 	// read and decode per miss.
 	SmallSplitBytes int
-	// FoldMax, if positive, lets a leaf's consolidation fold its chain
-	// (node.Fold): the new base gets no frame, and the checkpoints write
-	// the chain's deltas on top of the durable frame below them, while
-	// the chain on disk holds at most FoldMax deltas (0: every
-	// consolidation makes a base frame).
-	FoldMax int
 }
 
 // SetLarge says whether the data far outgrows the cache: while it does,
@@ -116,9 +110,6 @@ type Stats struct {
 	// SiblingHops counts iterator leaf crossings made by a right-sibling
 	// link instead of a descent from the root (RightLeaf).
 	SiblingHops uint64
-	// Folds counts the consolidations that folded their chain (Config.FoldMax;
-	// counted in Consolidations too).
-	Folds uint64
 }
 
 // Tree is a B-link Bw-tree. All methods are safe for concurrent use.
@@ -127,10 +118,10 @@ type Tree struct {
 	cfg Config
 	env Env
 
-	consolidations, splits, rootSplits, merges, restarts, loads, peeks, folds atomic.Uint64
-	large                                                                     atomic.Bool // SetLarge
-	hits                                                                      hitCounter
-	siblingHops                                                               hitCounter // sharded: every scan crossing a leaf adds
+	consolidations, splits, rootSplits, merges, restarts, loads, peeks atomic.Uint64
+	large                                                              atomic.Bool // SetLarge
+	hits                                                               hitCounter
+	siblingHops                                                        hitCounter // sharded: every scan crossing a leaf adds
 	// stubBytes is the memory of resident stubs (node.Stub.Own); missed
 	// the bytes of pages read from disk, loaded or peeked (MissedBytes).
 	stubBytes, missed atomic.Int64
@@ -172,7 +163,6 @@ func (t *Tree) Stats() Stats {
 		Restarts:       t.restarts.Load(),
 		Loads:          t.loads.Load(),
 		Peeks:          t.peeks.Load(),
-		Folds:          t.folds.Load(),
 		Hits:           t.hits.sum(),
 		SiblingHops:    t.siblingHops.sum(),
 	}

@@ -116,19 +116,12 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 		np := p.Prepend(d)
 		var sp *split
 		underfull := false
+		frames := 1
 		if np.Len > t.cfg.ChainMax && np.Stub == nil {
-			np, sp, underfull = t.consolidate(pid, np, true)
-			if np.Fold != nil {
-				// The delta stays a frame to write, under the folded base.
-				t.env.Gens.Touch(slot, pid, p, 1, d.Size(), false)
-				t.pt.Account(slot, int64(np.Bytes()), false)
-				slot.Store(np)
-			} else {
-				t.publish(slot, pid, p, np, 2) // the delta and the base that absorbed it
-			}
-		} else {
-			t.publish(slot, pid, p, np, 1)
+			np, sp, underfull = t.consolidate(pid, np)
+			frames = 2 // the delta and the base that absorbed it
 		}
+		t.publish(slot, pid, p, np, frames)
 		slot.Mu.Unlock()
 		if np.Stub != nil && np.Len+np.Stub.DiskLen >= t.stubChainMax() && t.env.WantCompact != nil {
 			t.env.WantCompact(pid)
@@ -150,25 +143,15 @@ type split struct {
 // consolidate builds a new base for a locked leaf, splitting it if it
 // holds more than SplitEntries keys. It returns the state to publish for
 // pid, the separator to post (nil if none) and whether the page is
-// underfull. New pages it creates are published here. With fold, a base
-// that does not split is a folded base where the chain can fold
-// (node.NewFold, Config.FoldMax): the returned state then has Fold set,
-// and its publish installs no new frame.
-func (t *Tree) consolidate(pid pagetable.PID, p *node.Page, fold bool) (*node.Page, *split, bool) {
+// underfull. New pages it creates are published here.
+func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
 	c := p.Collect(t.env.Retention)
 	b := p.Base
 	n := c.Keys()
 	if !t.tooBig(c) {
-		nb := c.Build(0, n, b.Low, b.High, b.Sibling)
-		under := t.underfull(c) && pid != RootPID
-		if fold && t.cfg.FoldMax > 0 && !under {
-			if f, ok := node.NewFold(p, t.env.Gens.Published(), t.cfg.FoldMax); ok {
-				t.folds.Add(1)
-				return node.FoldedBase(nb, f), nil, false
-			}
-		}
-		return &node.Page{Base: t.addr(nb)}, nil, under
+		nb := t.addr(c.Build(0, n, b.Low, b.High, b.Sibling))
+		return &node.Page{Base: nb}, nil, t.underfull(c) && pid != RootPID
 	}
 	k, sep := c.SplitKey()
 	if pid == RootPID {
