@@ -152,6 +152,16 @@ func GCVictimsAll(db *DB) int {
 	return len(gc.Choose(files, p, nil))
 }
 
+// GCFiles returns each data file's live and total frame bytes, from the
+// manifest's accounting.
+func GCFiles(db *DB) (live, total []int64) {
+	files, _, _ := db.man.Files()
+	for _, f := range files {
+		live, total = append(live, f.Live), append(total, f.Total)
+	}
+	return live, total
+}
+
 // GCDue reports whether a GC round is due.
 func GCDue(db *DB) bool { return db.gc.worker.Due() }
 

@@ -7,10 +7,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 	"github.com/bwkv/bwkv/delta"
@@ -569,6 +571,118 @@ func TestGCDueWhileVictims(t *testing.T) {
 		}
 		t.Logf("%d victims settled in %d rounds; %+v", before, i+1, db.Stats().GC)
 		break
+	}
+	checkLatest(t, db, latest)
+}
+
+// TestGCBusyRounds: a round after a publish the writes caused works to
+// the looser targets of writes going on (gc.Policy.Busy): a file below
+// GCLiveRatio but above half of it stays while the data files are within
+// the busy amplification; DB.Checkpoint's round (as an idle database's)
+// rewrites it.
+func TestGCBusyRounds(t *testing.T) {
+	o := gcOpts()
+	db, err := bwkv.Open(t.TempDir(), bwkv.WithTestSettle(bwkv.WithTestGCPaused(o), time.Hour, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	latest := map[string]string{}
+	put := func(prefix string, ids []int, round int) {
+		for len(ids) > 0 {
+			n := min(len(ids), 100)
+			if err := db.Update(func(tx *bwkv.Txn) error {
+				for _, i := range ids[:n] {
+					k, v := fmt.Sprintf("%s%05d", prefix, i), fmt.Sprintf("%s-%d-%0200d", prefix, round, i)
+					latest[k] = v
+					if err := tx.Put([]byte(k), []byte(v)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			ids = ids[n:]
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 3000
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	put("a", all, 0)
+	// Overwrite 60% of the keys: the first files keep about 40% live.
+	r := rand.New(rand.NewPCG(1, 2))
+	r.Shuffle(n, func(i, j int) { all[i], all[j] = all[j], all[i] })
+	put("a", all[:n*6/10], 1)
+	slices.Sort(all)
+	put("b", all, 0) // fully live files: the amplification stays below the busy target
+	// between counts the files between half GCLiveRatio and GCLiveRatio
+	// live; amp is the amplification of the files at least half live
+	// (what a busy round leaves once the rest are rewritten).
+	between := func() (k int, amp float64) {
+		live, total := bwkv.GCFiles(db)
+		var l, tot int64
+		for i := range live {
+			x := float64(live[i]) / float64(max(total[i], 1))
+			if x >= 0.25 {
+				l, tot = l+live[i], tot+total[i]
+			}
+			if x >= 0.25 && x < 0.5 {
+				k++
+			}
+		}
+		return k, float64(tot) / float64(max(l, 1))
+	}
+	k0, amp0 := between()
+	t.Logf("before: %d files between 0.25 and 0.5 live, amplification of the files at least 0.25 live %.2f", k0, amp0)
+	if k0 == 0 || amp0 >= 1.5 {
+		t.Fatalf("setup: %d files between 0.25 and 0.5 live, amplification %.2f; want some, below the busy target", k0, amp0)
+	}
+	// Writes make a checkpoint due; its publish runs a busy round.
+	db.SetTestGCPaused(false)
+	rounds := db.Stats().GC.Rounds
+	for i := 0; db.Stats().GC.Rounds == rounds; i++ {
+		if i == 1000 {
+			t.Fatal("no GC round ran after the writes")
+		}
+		put2 := fmt.Sprintf("c%05d", i)
+		if err := db.Put([]byte(put2), make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		latest[put2] = string(make([]byte, 1000))
+		time.Sleep(time.Millisecond)
+	}
+	for deadline := time.Now().Add(time.Minute); bwkv.GCDue(db); {
+		if time.Now().After(deadline) {
+			t.Fatal("the busy rounds still due after a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	k1, amp1 := between()
+	t.Logf("after the busy rounds: %d files between 0.25 and 0.5 live, amplification %.2f", k1, amp1)
+	if k1 == 0 {
+		t.Fatalf("the busy rounds rewrote the files between 0.25 and 0.5 live (amplification %.2f)", amp1)
+	}
+	if err := bwkv.CollectGarbage(db); err != nil {
+		t.Fatal(err)
+	}
+	k2, amp2 := between()
+	t.Logf("after DB.Checkpoint's rounds: %d files between 0.25 and 0.5 live, amplification %.2f", k2, amp2)
+	live, total := bwkv.GCFiles(db)
+	var l, tot int64
+	for i := range live {
+		l, tot = l+live[i], tot+total[i]
+		if 2*live[i] < total[i] {
+			t.Fatalf("after the settled rounds a file is %d of %d bytes live, below GCLiveRatio", live[i], total[i])
+		}
+	}
+	if amp := float64(tot) / float64(l); amp > 1.25 {
+		t.Fatalf("after the settled rounds the data files are %.2fx their live bytes, want <= GCSpaceAmp 1.25", amp)
 	}
 	checkLatest(t, db, latest)
 }

@@ -57,9 +57,10 @@ type LoopEnv struct {
 	// Publish publishes a sealed generation; on success it reports the
 	// run's result through Published.
 	Publish func(g *generation.Gen) error
-	// CollectGarbage runs a GC round if one is due (or force) and reports
-	// whether another should follow soon.
-	CollectGarbage func(force bool) bool
+	// CollectGarbage runs a GC round if one is due, or at once to the
+	// settled targets when settle is set (a caller waits on a checkpoint),
+	// and reports whether another should follow soon (gc.Worker.Collect).
+	CollectGarbage func(settle bool) bool
 	// GCRetry is the pause before a round that left work behind runs again
 	// on a quiet database.
 	GCRetry time.Duration

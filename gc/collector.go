@@ -154,18 +154,24 @@ func (c *Collector) observe(files []manifest.FileMeta) {
 
 // Round runs one collection round: it clears a stage mark a crash left,
 // finishes pending deletions, then collects the victims the policy
-// chooses, one rewrite per batch. more reports that work remains (the
-// byte budget ran out, or a retired file still had readers). An error
+// chooses, one rewrite per batch: by the policy as given when settle is
+// set (an idle database, an explicit checkpoint), else by Policy.Busy.
+// more reports that work remains (the byte budget ran out, or a retired
+// file still had readers, or the policy still finds victims). An error
 // leaves the database consistent: every step is crash safe, so a failed
 // one is a crash the next round (or Open) recovers from.
-func (c *Collector) Round() (more bool, err error) {
+func (c *Collector) Round(settle bool) (more bool, err error) {
 	c.rounds.Add(1)
+	policy := c.policy
+	if !settle {
+		policy = policy.Busy()
+	}
 	// The round reads the live manifest state by point lookups (it is
 	// the only committer meanwhile): its cost follows the files and
 	// frames it handles, never the page count.
 	files, pending, stage := c.env.Manifest.Files()
 	c.observe(files)
-	victims := Choose(files, c.policy, func(id manifest.FileID) bool { return c.skip[id] })
+	victims := Choose(files, policy, func(id manifest.FileID) bool { return c.skip[id] })
 	if stage == manifest.NoFile && len(pending) == len(c.unrecorded) && len(victims) == 0 {
 		return false, nil
 	}
@@ -192,7 +198,7 @@ func (c *Collector) Round() (more bool, err error) {
 		}
 		more = left > 0
 	}
-	for i, batch := range Batches(victims, c.policy) {
+	for i, batch := range Batches(victims, policy) {
 		select {
 		case <-c.env.Stop:
 			return true, nil
@@ -215,7 +221,7 @@ func (c *Collector) Round() (more bool, err error) {
 	// the rounds converge.
 	if !more && len(victims) > 0 {
 		files, _, _ := st.Files()
-		more = len(Choose(files, c.policy, func(id manifest.FileID) bool { return c.skip[id] })) > 0
+		more = len(Choose(files, policy, func(id manifest.FileID) bool { return c.skip[id] })) > 0
 	}
 	return more, nil
 }

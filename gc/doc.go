@@ -55,8 +55,12 @@
 // Choose takes, in ascending live ratio, files with nothing live, files
 // below Policy.LiveRatio, and, while the data files' total bytes exceed
 // Policy.SpaceAmp times their live bytes, the least-live files below
-// MaxVictimRatio, within a per-round byte budget. Batches groups victims
-// so that one rewrite copies at most about Policy.FileBytes of live data.
+// MaxVictimRatio, within a per-round byte budget. A round run while
+// writes go on (Worker.Collect without settle) chooses by Policy.Busy:
+// half the ratio, busySlack times the amplification's slack; a settling
+// round (an idle database, DB.Checkpoint) by the policy itself. Batches
+// groups victims so that one rewrite copies at most about
+// Policy.FileBytes of live data.
 //
 // # The rewrite protocol (crash safety)
 //
@@ -128,7 +132,8 @@
 // A round that collected leaves work while Choose still finds victims
 // after it (its budget ended before one, or its consolidations charged
 // junk to other files), so a database with no more publishes still goes
-// on until the data files are within SpaceAmp; each rewrite only removes
+// on until the data files are within the round's targets (the settle
+// brings them within SpaceAmp); each rewrite only removes
 // frames, so this ends;
 // Writers wait during a round as during a publish once the hot
 // generation holds twice what makes a cut due (the checkpointer's

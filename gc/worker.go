@@ -52,18 +52,21 @@ func NewWorker(c *Collector, env WorkerEnv) *Worker {
 	return w
 }
 
-// Collect runs one round when one is due (or force). Failures are
-// reported through the env, never returned: a failed step leaves what a
-// crash there would, and a later round resumes, except for a fatal one,
-// which degrades the DB. It reports whether another round should follow
-// soon.
-func (w *Worker) Collect(force bool) bool {
-	if w == nil || w.env.Skip() || (!force && !w.due.Load()) {
+// Collect runs one round. With settle (an idle database settling, or a
+// caller waiting on a checkpoint) the round runs whether or not one is
+// due and works to the policy's own targets; without, it runs only when
+// one is due (after a publish, or a round that left work), while writes
+// go on, and works to Policy.Busy's looser ones. Failures are reported
+// through the env, never returned: a failed step leaves what a crash
+// there would, and a later round resumes, except for a fatal one, which
+// degrades the DB. It reports whether another round should follow soon.
+func (w *Worker) Collect(settle bool) bool {
+	if w == nil || w.env.Skip() || (!settle && !w.due.Load()) {
 		return false
 	}
 	w.running.Store(true)
 	start := time.Now()
-	more, err := w.coll.Round()
+	more, err := w.coll.Round(settle)
 	w.running.Store(false)
 	w.env.RoundDone(time.Since(start), more, err)
 	switch {
