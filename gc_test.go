@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -581,7 +580,11 @@ func TestGCDueWhileVictims(t *testing.T) {
 // the busy amplification; DB.Checkpoint's round (as an idle database's)
 // rewrites it.
 func TestGCBusyRounds(t *testing.T) {
+	// The amplification targets: 2 settled, 3.4 busy (1 + 2.4 x 1), so
+	// the rounds choose by ratio here whatever the timing of the
+	// background checkpoints left behind.
 	o := gcOpts()
+	o.GCSpaceAmp = 2
 	db, err := bwkv.Open(t.TempDir(), bwkv.WithTestSettle(bwkv.WithTestGCPaused(o), time.Hour, time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -619,8 +622,7 @@ func TestGCBusyRounds(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	r.Shuffle(n, func(i, j int) { all[i], all[j] = all[j], all[i] })
 	put("a", all[:n*6/10], 1)
-	slices.Sort(all)
-	put("b", all, 0) // fully live files: the amplification stays below the busy target
+	put("b", all, 0)
 	// between counts the files between half GCLiveRatio and GCLiveRatio
 	// live; amp is the amplification of the files at least half live
 	// (what a busy round leaves once the rest are rewritten).
@@ -640,7 +642,7 @@ func TestGCBusyRounds(t *testing.T) {
 	}
 	k0, amp0 := between()
 	t.Logf("before: %d files between 0.25 and 0.5 live, amplification of the files at least 0.25 live %.2f", k0, amp0)
-	if k0 == 0 || amp0 >= 1.5 {
+	if k0 == 0 || amp0 >= 3 {
 		t.Fatalf("setup: %d files between 0.25 and 0.5 live, amplification %.2f; want some, below the busy target", k0, amp0)
 	}
 	// Writes make a checkpoint due; its publish runs a busy round.
@@ -681,8 +683,8 @@ func TestGCBusyRounds(t *testing.T) {
 			t.Fatalf("after the settled rounds a file is %d of %d bytes live, below GCLiveRatio", live[i], total[i])
 		}
 	}
-	if amp := float64(tot) / float64(l); amp > 1.25 {
-		t.Fatalf("after the settled rounds the data files are %.2fx their live bytes, want <= GCSpaceAmp 1.25", amp)
+	if amp := float64(tot) / float64(l); amp > 2 {
+		t.Fatalf("after the settled rounds the data files are %.2fx their live bytes, want <= GCSpaceAmp 2", amp)
 	}
 	checkLatest(t, db, latest)
 }
