@@ -197,7 +197,7 @@ type Options struct {
 	// of its frame bytes is rewritten by the data-file GC (its live frames
 	// copied to a new file, the old one deleted); default 0.5, at most 1.
 	// While writes go on, the rounds after each checkpoint use half this
-	// ratio (and about twice GCSpaceAmp's slack, below): the GC copies
+	// ratio (and 2.4 times GCSpaceAmp's slack, below): the GC copies
 	// less per byte it reclaims while the data keeps changing, and an idle
 	// database (or DB.Checkpoint) brings the files back within both.
 	GCLiveRatio float64
