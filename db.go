@@ -101,6 +101,9 @@ type DB struct {
 	// recovering is set while Open's recovery runs (read-only opens
 	// evict only after it).
 	recovering atomic.Bool
+	// recovered holds, while recovery runs, the transactions whose
+	// commit or end record it has met (retention.go); nil otherwise.
+	recovered atomic.Pointer[recoveredTxns]
 	// degraded holds the error that made the DB read-only (a failed
 	// fsync of the log, the manifest or a data file: fatalIO); nil while
 	// healthy.

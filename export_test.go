@@ -31,6 +31,23 @@ func WithTestRecoveryHook(o *Options, f func()) *Options {
 	return withHooks(o, func(h *testHooks) { h.recovery = f })
 }
 
+// WithTestRecoveryDBHook returns a copy of o with which Open's recovery
+// calls f with the opening DB before each undo step.
+func WithTestRecoveryDBHook(o *Options, f func(db *DB)) *Options {
+	return withHooks(o, func(h *testHooks) { h.recoveryDB = f })
+}
+
+// LeafEntries returns how many versions the in-memory leaf holding key
+// holds, its base's entries and its chain's deltas, of every key, CLRs
+// and the versions they mask included.
+func (db *DB) LeafEntries(key []byte) (int, error) {
+	p, err := db.tree.Leaf(key)
+	if err != nil || p == nil {
+		return 0, err
+	}
+	return p.Base.Len() + p.Len, nil
+}
+
 // WithTestManifestRotateBytes returns a copy of o with which the DB
 // rotates its manifest past n bytes (0: the default), so crash tests reach
 // rotation.

@@ -16,6 +16,9 @@ import (
 type testHooks struct {
 	// recovery, when set, runs before each undo step of recovery.
 	recovery func()
+	// recoveryDB, when set, runs before each undo step of recovery with
+	// the opening DB (tests inspect its tree there).
+	recoveryDB func(db *DB)
 	// manifestRotateBytes, when positive, is the manifest size past
 	// which the DB rotates it, so crash tests reach rotation.
 	manifestRotateBytes int64
@@ -64,6 +67,7 @@ func (h *testHooks) init(from *testHooks) {
 		return
 	}
 	h.recovery = from.recovery
+	h.recoveryDB = from.recoveryDB
 	h.manifestRotateBytes = from.manifestRotateBytes
 	h.gcVerify = from.gcVerify
 	h.settleInterval, h.settleIdle = from.settleInterval, from.settleIdle

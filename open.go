@@ -49,8 +49,9 @@ func (db *DB) open(exists bool) error {
 	db.gens = generation.NewManager(1, lastAddr)
 	db.gens.StartLog(st.Frontier)
 	db.heat = checkpoint.NewHeat(db.hooks.hotAfterOr(hotAfter), lastAddr)
-	// Until recovery ends every txid counts as unretired, so consolidation
-	// during redo drops nothing an undo may need; RetireAll follows.
+	// Until recovery ends every txid counts as unretired: consolidation
+	// during redo keeps every version not known committed (retention.go);
+	// RetireAll follows.
 	db.mv = mvcc.NewManager(0, db.durableLSN)
 	db.mv.AdvanceTo(st.Oracle)
 	db.initGC()

@@ -28,10 +28,17 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 	}
 	db.recovering.Store(true)
 	defer db.recovering.Store(false)
+	db.recovered.Store(newRecoveredTxns())
+	// After RetireAll every recovered txid is below Low, and retention no
+	// longer asks about them.
+	defer db.recovered.Store(nil)
 	ro := recovery.Options{
 		WAL: db.walOptions(), From: from, Frontier: frontier, Synced: wal.LSN(st.LogSynced),
 		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,
 		Hook:            db.hooks.recovery, ReadOnly: db.opts.ReadOnly,
+	}
+	if f := db.hooks.recoveryDB; f != nil {
+		ro.Hook = func() { f(db) }
 	}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {
@@ -57,6 +64,12 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 
 // redoer installs replayed versions in the tree.
 type redoer struct{ db *DB }
+
+// Committed implements recovery.Applier.
+func (r redoer) Committed(id wal.TxID) { r.db.recovered.Load().committed.add(uint64(id)) }
+
+// Ended implements recovery.Applier.
+func (r redoer) Ended(id wal.TxID) { r.db.recovered.Load().ended.add(uint64(id)) }
 
 // Redo implements recovery.Applier.
 func (r redoer) Redo(lsn wal.LSN, rec *wal.Record) error {

@@ -50,6 +50,7 @@ type keepAll struct{}
 func (keepAll) Low() uint64                             { return 0 }
 func (keepAll) CommitTS(uint64) (uint64, bool)          { return 0, false }
 func (keepAll) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], 0 }
+func (keepAll) RolledBack(uint64) bool                  { return false }
 
 // merges chooses and builds the consolidations of a batch: each page of
 // chains (the pages with live frames in the victims, as liveness read

@@ -15,7 +15,9 @@
 //
 // Retention (consolidation, Retention): per key, versions of unretired
 // txns that have not committed (active, committing, in doubt, aborted
-// with their CLRs) are all kept; among committed unretired versions, the
+// with their CLRs) are all kept, except that a txn the Retention knows
+// rolled back to the end is masked by its CLRs as a retired one is (below);
+// among committed unretired versions, the
 // newest is kept, and an older one only if it is the newest at or below
 // some registered reader's start (or the bound for readers not yet
 // listed); among retired versions, a txn masked by its CLR is dropped with

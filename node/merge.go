@@ -210,8 +210,14 @@ type Retention interface {
 	// Low returns the lowest unretired txid.
 	Low() uint64
 	// CommitTS returns the commit timestamp of an unretired txid that has
-	// committed; false for any other state (its versions are all kept).
+	// committed; false for any other state (its versions are all kept,
+	// unless RolledBack).
 	CommitTS(txid uint64) (uint64, bool)
+	// RolledBack reports whether an unretired txid that has not committed
+	// is known rolled back to the end: every write compensated by a CLR
+	// and its end logged. Its versions are then retained as a retired
+	// txn's are: a CLR masks them and is dropped with them.
+	RolledBack(txid uint64) bool
 	// Readers appends to dst[:0] the start timestamps of the registered
 	// readers, sorted and distinct, and returns them with a bound p at or
 	// below the start of any reader not listed (one that registered
@@ -260,6 +266,14 @@ func (rt *retention) retain(vs []ver, out []ver) []ver {
 	for _, v := range vs {
 		if v.txid >= rt.low {
 			c, committed := rt.r.CommitTS(v.txid)
+			if !committed && rt.r.RolledBack(v.txid) {
+				if v.flags&delta.CLR != 0 {
+					rt.mask.add(v.txid)
+				} else if !rt.mask.has(v.txid) {
+					out = append(out, v) // no CLR (never expected): kept
+				}
+				continue
+			}
 			switch {
 			case !committed || v.flags&delta.CLR != 0:
 				out = append(out, v)

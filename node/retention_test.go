@@ -16,6 +16,8 @@ type fakeRetention struct {
 	starts  []uint64
 	p       uint64
 	calls   int
+	// rolledBack: unretired txids rolled back to the end.
+	rolledBack map[uint64]bool
 }
 
 func (f *fakeRetention) Low() uint64 { return f.low }
@@ -23,6 +25,7 @@ func (f *fakeRetention) CommitTS(id uint64) (uint64, bool) {
 	c, ok := f.commits[id]
 	return c, ok
 }
+func (f *fakeRetention) RolledBack(id uint64) bool { return f.rolledBack[id] }
 func (f *fakeRetention) Readers(dst []uint64) ([]uint64, uint64) {
 	f.calls++
 	return append(dst[:0], f.starts...), f.p
@@ -75,6 +78,32 @@ func TestRetention(t *testing.T) {
 			}
 		})
 	}
+	// A txn known rolled back to the end is masked by its CLRs as a
+	// retired one is: its versions go with the CLRs, and the versions
+	// under them stay (10 wrote k twice and rolled back; 11 still open
+	// wrote over a version of its own and compensated it, so it stays).
+	var bd delta.Builder
+	bd.Add([]byte("k"), []byte("v"), 7, 0, 0)
+	rp := &Page{Base: bd.Finish(nil, nil, 0, 0)}
+	for _, d := range []*delta.Delta{
+		delta.New([]byte("k"), []byte("a"), 10, 1, 0),
+		delta.New([]byte("k"), []byte("b"), 10, 2, 0),
+		delta.New([]byte("k"), []byte("v"), 10, 3, delta.CLR),
+		delta.New([]byte("k"), []byte("v"), 10, 4, delta.CLR),
+		delta.New([]byte("k"), []byte("c"), 11, 1, 0),
+		delta.New([]byte("k"), []byte("v"), 11, 2, delta.CLR),
+	} {
+		rp = rp.Prepend(d)
+	}
+	rr := &fakeRetention{low: 4, commits: commits, p: never, rolledBack: map[uint64]bool{10: true}}
+	var kept []string
+	for _, v := range rp.Collect(rr).vers {
+		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
+	}
+	if want := []string{"11/2", "11/1", "7/0"}; !slices.Equal(kept, want) {
+		t.Fatalf("rolled back: kept %v, want %v", kept, want)
+	}
+
 	// One committed unretired version per key: the reader set is not
 	// needed and not fetched.
 	p := leaf([]string{"a", "b"}, []string{"a", "b"})

@@ -16,6 +16,18 @@ type Applier interface {
 	// Redo installs the version a put, update, delete or CLR record
 	// describes, unless that version is already present.
 	Redo(lsn wal.LSN, r *wal.Record) error
+	// Committed reports a commit record met by the analysis (before or
+	// after the frontier), in log order: from then on the transaction's
+	// versions are committed, so redo's consolidations may drop those a
+	// newer committed version supersedes (no reader exists yet, and undo
+	// takes old values from the log).
+	Committed(id wal.TxID)
+	// Ended reports an end record met by the analysis, in log order: the
+	// transaction rolled back (a rollback or an earlier recovery's undo
+	// logs its end only after every compensation), so redo's
+	// consolidations may drop its versions with their CLRs. Undo's own
+	// end records are not reported.
+	Ended(id wal.TxID)
 }
 
 // Options say where the log is and how to continue it.
@@ -129,8 +141,13 @@ func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn
 		t.maxSeq = r.Seq
 	}
 	switch r.Type {
-	case wal.Commit, wal.End:
+	case wal.Commit:
 		delete(open, r.TxID)
+		ap.Committed(r.TxID)
+		return nil
+	case wal.End:
+		delete(open, r.TxID)
+		ap.Ended(r.TxID)
 		return nil
 	case wal.Begin:
 		t.records[lsn] = &rec{typ: wal.Begin}

@@ -110,6 +110,7 @@ type keepAll struct{}
 func (keepAll) Low() uint64                             { return 1 }
 func (keepAll) CommitTS(uint64) (uint64, bool)          { return 0, false }
 func (keepAll) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], 0 }
+func (keepAll) RolledBack(uint64) bool                  { return false }
 
 // TestWriteAtStaleHint: a write started from another leaf's PID (a read
 // hint gone stale by a split, or simply the wrong page) lands in the leaf
