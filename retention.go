@@ -38,13 +38,15 @@ func (r retention) CommitTS(txid uint64) (uint64, bool) {
 	return r.db.mv.CommitTS(txid)
 }
 
-// RolledBack is known only while recovering; afterwards rolled-back txns
-// wait for their retirement (mvcc), as before.
+// RolledBack: while recovering, an end record met; afterwards, a rollback
+// finished (mvcc.Manager.RolledBack). Without the latter a reader held
+// open kept every rolled-back version of a key, with its CLR, until it
+// closed: each rollback of a hot key made its leaf two versions longer.
 func (r retention) RolledBack(txid uint64) bool {
 	if s := r.db.recovered.Load(); s != nil {
 		return s.ended.has(txid)
 	}
-	return false
+	return r.db.mv.RolledBack(txid)
 }
 
 func (r retention) Readers(dst []uint64) ([]uint64, uint64) {

@@ -18,7 +18,10 @@
 // Retirement runs in txid order from the head of the begin queue. A
 // committed txn retires when commit_ts < W; an aborted one when its
 // compensations are installed, its end record is durable and the timestamp
-// drawn after the last compensation is < W. W = min(ts at the scan's start,
+// drawn after the last compensation is < W. (Consolidation does not wait
+// for that: once the compensations are installed, Manager.RolledBack lets
+// it drop the txn's versions with their CLRs, which no reader sees.)
+// W = min(ts at the scan's start,
 // every registered start). A registrant stores a lower bound of its start
 // (ts.Load()) in its slot before it samples its start, so a scan that misses
 // the slot began before the sample, and W <= the scan's first ts <= start.

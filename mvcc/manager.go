@@ -146,6 +146,15 @@ func (m *Manager) CommitTS(id uint64) (uint64, bool) {
 	return t.commitTS.Load(), true
 }
 
+// RolledBack reports whether an unretired txn has aborted with every
+// compensation installed (FinishAbort ran): consolidation may then drop
+// its versions with their CLRs (node.Retention) before it retires, which
+// a long-held reader can postpone indefinitely. O(1).
+func (m *Manager) RolledBack(id uint64) bool {
+	t, ok := m.status.Load(id)
+	return ok && State(t.state.Load()) == Aborted && t.doneTS.Load() != 0
+}
+
 // Readers returns the start timestamps of every registered reader,
 // sorted, and a bound p: a reader registered but not settled, or one that
 // registers during the call, may start anywhere at or above p, so
