@@ -263,6 +263,7 @@ func (rt *retention) retain(vs []ver, out []ver) []ver {
 	rt.mask.reset()
 	retiredKept := false
 	newer, haveNewer := uint64(0), false // commit ts of the newer committed version
+	open, haveOpen := uint64(0), false   // txid of the uncommitted version just kept
 	for _, v := range vs {
 		if v.txid >= rt.low {
 			c, committed := rt.r.CommitTS(v.txid)
@@ -274,7 +275,16 @@ func (rt *retention) retain(vs []ver, out []ver) []ver {
 				}
 				continue
 			}
+			older := haveOpen && v.txid == open
+			open, haveOpen = v.txid, !committed
 			switch {
+			case older && v.flags&delta.CLR == 0:
+				// An older write of the uncommitted txn whose newer
+				// write (or CLR) is kept: the txn reads its newest
+				// write, nobody else reads either, and rollback and
+				// undo take old values from the log. (A txn holds the
+				// key from its first write, so its writes of the key
+				// are adjacent.)
 			case !committed || v.flags&delta.CLR != 0:
 				out = append(out, v)
 			case !haveNewer:

@@ -81,7 +81,8 @@ func TestRetention(t *testing.T) {
 	// A txn known rolled back to the end is masked by its CLRs as a
 	// retired one is: its versions go with the CLRs, and the versions
 	// under them stay (10 wrote k twice and rolled back; 11 still open
-	// wrote over a version of its own and compensated it, so it stays).
+	// wrote a version and compensated it: its CLR stays, and the
+	// version under it goes as an older write of an open txn).
 	var bd delta.Builder
 	bd.Add([]byte("k"), []byte("v"), 7, 0, 0)
 	rp := &Page{Base: bd.Finish(nil, nil, 0, 0)}
@@ -100,8 +101,25 @@ func TestRetention(t *testing.T) {
 	for _, v := range rp.Collect(rr).vers {
 		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
 	}
-	if want := []string{"11/2", "11/1", "7/0"}; !slices.Equal(kept, want) {
+	if want := []string{"11/2", "7/0"}; !slices.Equal(kept, want) {
 		t.Fatalf("rolled back: kept %v, want %v", kept, want)
+	}
+
+	// An open txn that wrote a key three times keeps only its newest
+	// write, above the committed versions the rule keeps anyway; once it
+	// commits, its newest write is the newest committed version.
+	var ob delta.Builder
+	ob.Add([]byte("k"), []byte("v"), 7, 0, 0)
+	op := &Page{Base: ob.Finish(nil, nil, 0, 0)}
+	for seq := uint32(1); seq <= 3; seq++ {
+		op = op.Prepend(delta.New([]byte("k"), fmt.Appendf(nil, "w%d", seq), 12, seq, 0))
+	}
+	kept = kept[:0]
+	for _, v := range op.Collect(&fakeRetention{low: 4, commits: commits, p: never}).vers {
+		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
+	}
+	if want := []string{"12/3", "7/0"}; !slices.Equal(kept, want) {
+		t.Fatalf("open txn: kept %v, want %v", kept, want)
 	}
 
 	// One committed unretired version per key: the reader set is not
