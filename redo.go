@@ -37,8 +37,13 @@ func (db *DB) recover(exists bool, st *manifest.State) error {
 		TruncateDamaged: db.opts.WALRecovery == WALRecoveryTruncateDamaged,
 		Hook:            db.hooks.recovery, ReadOnly: db.opts.ReadOnly,
 	}
-	if f := db.hooks.recoveryDB; f != nil {
-		ro.Hook = func() { f(db) }
+	if f, g := db.hooks.recoveryDB, db.hooks.recovery; f != nil {
+		ro.Hook = func() {
+			if g != nil {
+				g()
+			}
+			f(db)
+		}
 	}
 	w, res, err := recovery.Run(ro, redoer{db})
 	if err != nil {

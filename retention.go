@@ -64,9 +64,9 @@ func newRecoveredTxns() *recoveredTxns {
 	return &recoveredTxns{committed: newTxidSet(), ended: newTxidSet()}
 }
 
-// txidSet is a set of txids: a bit per txid, 64 to a map entry (txids are
-// dense in the log, so a 64 MiB log of one-record transactions costs well
-// under a megabyte). Safe for concurrent use.
+// txidSet is a set of txids: a bit per txid, 64 to a map entry, so the
+// dense txids of a log's transactions share entries. Safe for concurrent
+// use.
 type txidSet struct{ words *xsync.MapOf[uint64, uint64] }
 
 func newTxidSet() txidSet { return txidSet{words: xsync.NewMapOf[uint64, uint64]()} }
