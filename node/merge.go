@@ -266,12 +266,21 @@ func (rt *retention) retain(vs []ver, out []ver) []ver {
 	open, haveOpen := uint64(0), false   // txid of the uncommitted version just kept
 	for _, v := range vs {
 		if v.txid >= rt.low {
+			if rt.mask.has(v.txid) {
+				// A CLR of this txn was dropped above, the txn then known
+				// rolled back: its versions go with it even if it retired
+				// since (CommitTS and RolledBack then answer false, and a
+				// version kept without its CLR would be visible to all).
+				continue
+			}
 			c, committed := rt.r.CommitTS(v.txid)
 			if !committed && rt.r.RolledBack(v.txid) {
 				if v.flags&delta.CLR != 0 {
 					rt.mask.add(v.txid)
-				} else if !rt.mask.has(v.txid) {
-					out = append(out, v) // no CLR (never expected): kept
+				} else {
+					// Its CLR was kept above (the rollback finished
+					// between the two calls): kept under it.
+					out = append(out, v)
 				}
 				continue
 			}

@@ -31,6 +31,17 @@ func (f *fakeRetention) Readers(dst []uint64) ([]uint64, uint64) {
 	return append(dst[:0], f.starts...), f.p
 }
 
+// retiringRetention is a fakeRetention whose rolled-back txns retire
+// right after the first RolledBack call that reports them: the status
+// lookups then miss, as they do once mvcc retires a txn.
+type retiringRetention struct{ fakeRetention }
+
+func (f *retiringRetention) RolledBack(id uint64) bool {
+	rb := f.rolledBack[id]
+	delete(f.rolledBack, id)
+	return rb
+}
+
 // TestRetention: per key, consolidation keeps uncommitted versions, the
 // newest committed one, the newest at or below each reader's start (and
 // the bound p for unlisted readers), and the newest retired one.
@@ -103,6 +114,24 @@ func TestRetention(t *testing.T) {
 	}
 	if want := []string{"11/2", "7/0"}; !slices.Equal(kept, want) {
 		t.Fatalf("rolled back: kept %v, want %v", kept, want)
+	}
+
+	// A rolled-back txn that retires between its CLR and its version (a
+	// concurrent retirement: RolledBack and CommitTS then answer false):
+	// the version still goes with the CLR that was dropped, or it would
+	// be kept without one and read as a retired, visible version.
+	var gb delta.Builder
+	gb.Add([]byte("k"), []byte("v"), 7, 0, 0)
+	gp := &Page{Base: gb.Finish(nil, nil, 0, 0)}
+	gp = gp.Prepend(delta.New([]byte("k"), []byte("a"), 10, 1, 0))
+	gp = gp.Prepend(delta.New([]byte("k"), []byte("v"), 10, 2, delta.CLR))
+	gr := &retiringRetention{fakeRetention{low: 4, commits: commits, p: never, rolledBack: map[uint64]bool{10: true}}}
+	kept = kept[:0]
+	for _, v := range gp.Collect(gr).vers {
+		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
+	}
+	if want := []string{"7/0"}; !slices.Equal(kept, want) {
+		t.Fatalf("retired mid-run: kept %v, want %v", kept, want)
 	}
 
 	// An open txn that wrote a key three times keeps only its newest
