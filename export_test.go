@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/bwkv/bwkv/cache"
@@ -46,6 +47,39 @@ func (db *DB) LeafEntries(key []byte) (int, error) {
 		return 0, err
 	}
 	return p.Base.Len() + p.Len, nil
+}
+
+// DescribeKey lists, for a failure message, the versions of key its
+// in-memory leaf holds (chain, then base, newest first) with each txid's
+// status, and the lowest unretired txid.
+func (db *DB) DescribeKey(key []byte) string {
+	p, err := db.tree.Leaf(key)
+	if err != nil || p == nil {
+		return fmt.Sprintf("no leaf (%v)", err)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "low %d, stub %v, chain %d deltas, base %d entries\n", db.mv.Low(), p.Stub != nil, p.Len, p.Base.Len())
+	status := func(id uint64) string {
+		t, ok := db.mv.Lookup(id)
+		if !ok {
+			return "retired"
+		}
+		c, _ := db.mv.CommitTS(id)
+		return fmt.Sprintf("state %d, commit ts %d, rolled back %v", t.State(), c, db.mv.RolledBack(id))
+	}
+	line := func(where string, txid uint64, seq uint32, flags delta.Flags, val []byte) {
+		fmt.Fprintf(&sb, "  %s txid %d seq %d flags %d value %q (%s)\n", where, txid, seq, flags, val, status(txid))
+	}
+	for d := p.Head; d != nil; d = d.Next {
+		if string(d.Key) == string(key) {
+			line("chain", d.TxID, d.Seq, d.Flags, d.Value)
+		}
+	}
+	for i := p.Base.Search(key); i < p.Base.Len() && p.Base.KeyEqual(i, key); i++ {
+		e := p.Base.At(i)
+		line("base", e.TxID, e.Seq, e.Flags, e.Value)
+	}
+	return sb.String()
 }
 
 // WithTestManifestRotateBytes returns a copy of o with which the DB

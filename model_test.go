@@ -147,12 +147,12 @@ func (m *model) checkGet(name string, get func([]byte) ([]byte, error), view kv)
 	want, ok := view[string(k)]
 	if !ok {
 		if !errors.Is(err, bwkv.ErrNotFound) {
-			m.fail("%s get %q = %q, %v; want not found", name, k, v, err)
+			m.fail("%s get %q = %q, %v; want not found\n%s", name, k, v, err, m.db.DescribeKey(k))
 		}
 		return
 	}
 	if err != nil || string(v) != want {
-		m.fail("%s get %q = %q, %v; want %q", name, k, v, err, want)
+		m.fail("%s get %q = %q, %v; want %q\n%s", name, k, v, err, want, m.db.DescribeKey(k))
 	}
 }
 
@@ -187,7 +187,7 @@ func (m *model) checkScan(name string, newIter func(*bwkv.IterOptions) (*bwkv.It
 		for ok := it.First(); ok; ok = it.Next() {
 			got = append(got, string(it.Key()))
 			if string(it.Value()) != view[string(it.Key())] {
-				m.fail("%s scan %q = %q want %q", name, it.Key(), it.Value(), view[string(it.Key())])
+				m.fail("%s scan %q = %q want %q\n%s", name, it.Key(), it.Value(), view[string(it.Key())], m.db.DescribeKey(it.Key()))
 			}
 		}
 	case 1: // reverse
