@@ -15,8 +15,12 @@
 //
 // Retention (consolidation, Retention): per key, versions of unretired
 // txns that have not committed (active, committing, in doubt, aborted
-// with their CLRs) are all kept, except that a txn the Retention knows
-// rolled back to the end is masked by its CLRs as a retired one is (below);
+// with their CLRs) are all kept, except that of an uncommitted txn's
+// adjacent writes of the key only the newest is kept, and a txn the
+// Retention knows rolled back to the end is masked by its CLRs as a
+// retired one is (below). The Retention is asked per version and a txn
+// may retire between two of them, so once a dropped CLR masks a txn,
+// its versions of the key go whatever the later answers say;
 // among committed unretired versions, the
 // newest is kept, and an older one only if it is the newest at or below
 // some registered reader's start (or the bound for readers not yet
