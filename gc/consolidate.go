@@ -40,18 +40,6 @@ func (m *merge) newChain() Chain {
 	return append(c, Extent{Addr: m.chain[0].Addr, Size: uint32(len(m.raw)), Blobs: m.blobs})
 }
 
-// keepAll is the retention that keeps every version: no txid counts as
-// retired or committed, so node.Page.Collect drops nothing. A consolidated
-// base is thus exactly the versions its chain held, whatever the readers
-// (frames newer than the base, on disk or in memory, still hold CLRs that
-// may mask its versions, so pruning it alone would need their view).
-type keepAll struct{}
-
-func (keepAll) Low() uint64                             { return 0 }
-func (keepAll) CommitTS(uint64) (uint64, bool)          { return 0, false }
-func (keepAll) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], 0 }
-func (keepAll) RolledBack(uint64) bool                  { return false }
-
 // merges chooses and builds the consolidations of a batch: each page of
 // chains (the pages with live frames in the victims, as liveness read
 // them) whose chain from its top (its newest victim frame at or below its
@@ -108,7 +96,9 @@ func (c *Collector) merges(st View, victims []manifest.FileMeta, chains map[uint
 }
 
 // build reads m's frames, merges them into one base (the page loader's
-// chain on its base, consolidated with keepAll) and encodes it at the
+// chain on its base, consolidated keeping every version: frames newer
+// than the top, on disk or in memory, may hold CLRs masking its versions,
+// so pruning it alone would need their view) and encodes it at the
 // top's address, keeping blob references as they are. buf is scratch.
 func (c *Collector) build(m *merge, buf []byte) ([]byte, error) {
 	frames := make([]*delta.Frame, len(m.chain))
@@ -138,7 +128,7 @@ func (c *Collector) build(m *merge, buf []byte) ([]byte, error) {
 	for i := len(frames) - 2; i >= 0; i-- {
 		p = p.Prepend(frames[i].Delta)
 	}
-	cs := p.Collect(keepAll{})
+	cs := p.Collect(nil)
 	nb := cs.Build(0, cs.Keys(), b.Low, b.High, b.Sibling)
 	if want := b.Len() + len(frames) - 1; nb.Len() != want {
 		return buf, fmt.Errorf("gc: consolidate page %d: %d versions from a chain of %d", m.pid, nb.Len(), want)

@@ -238,7 +238,13 @@ type retention struct {
 	mask    maskSet
 }
 
-func newRetention(r Retention) *retention { return &retention{r: r, low: r.Low()} }
+// newRetention returns the rule for r; nil keeps every version.
+func newRetention(r Retention) *retention {
+	if r == nil {
+		return &retention{}
+	}
+	return &retention{r: r, low: r.Low()}
+}
 
 // needed reports whether a committed version with commit timestamp c,
 // whose next newer committed version of the key committed at newer, is
@@ -260,6 +266,9 @@ func (rt *retention) needed(c, newer uint64) bool {
 // versions, newest first, appending the kept ones to out. O(versions of
 // the key · log readers).
 func (rt *retention) retain(vs []ver, out []ver) []ver {
+	if rt.r == nil {
+		return append(out, vs...)
+	}
 	rt.mask.reset()
 	retiredKept := false
 	newer, haveNewer := uint64(0), false // commit ts of the newer committed version
@@ -337,7 +346,9 @@ func (c *Contents) Keys() int { return len(c.keyStart) }
 // Bytes returns the key and value bytes of the retained versions.
 func (c *Contents) Bytes() int { return c.bytes }
 
-// Collect gathers p's versions after the retention rule.
+// Collect gathers p's versions after the retention rule r; nil keeps every
+// version (a consolidation of part of a chain, which cannot see the CLRs
+// and newer writes above it).
 func (p *Page) Collect(r Retention) *Contents {
 	c := &Contents{vers: make([]ver, 0, p.Base.Len()+p.Len)}
 	c.appendPage(p, newRetention(r))
