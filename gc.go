@@ -143,6 +143,7 @@ func (db *DB) gcStats() GCStats {
 
 		PagesConsolidated:  s.PagesConsolidated,
 		FramesConsolidated: s.FramesConsolidated,
+		ConsolidateErrors:  s.ConsolidateErrors,
 	}
 	if s.BytesDeleted > s.BytesWritten {
 		out.BytesReclaimed = s.BytesDeleted - s.BytesWritten

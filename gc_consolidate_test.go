@@ -244,8 +244,8 @@ func consolidateRun(t *testing.T, o bwkv.Options, big int, copyAsIs bool) int64 
 		t.Fatal(err)
 	}
 	st := db.Stats()
-	if st.BackgroundErrors != 0 {
-		t.Fatalf("%d background errors", st.BackgroundErrors)
+	if st.BackgroundErrors != 0 || st.GC.ConsolidateErrors != 0 {
+		t.Fatalf("%d background errors, %d chains not consolidated", st.BackgroundErrors, st.GC.ConsolidateErrors)
 	}
 	after := frameMap(t, dir)
 	chain2 := pageChain(t, after, pid)
@@ -477,8 +477,8 @@ func TestGCConsolidatesOpenTxnChain(t *testing.T) {
 	chain2 := pageChain(t, frameMap(t, dir), pid)
 	st := db.Stats()
 	t.Logf("page %d: chain of %d frames before the GC, %d after; GC %+v", pid, len(chain), len(chain2), st.GC)
-	if st.GC.PagesConsolidated == 0 || len(chain2) != 1 {
-		t.Fatalf("page %d: %d pages consolidated, chain of %d frames after the GC (was %d): want one base frame", pid, st.GC.PagesConsolidated, len(chain2), len(chain))
+	if st.GC.PagesConsolidated == 0 || st.GC.ConsolidateErrors != 0 || len(chain2) != 1 {
+		t.Fatalf("page %d: %d pages consolidated (%d refused), chain of %d frames after the GC (was %d): want one base frame", pid, st.GC.PagesConsolidated, st.GC.ConsolidateErrors, len(chain2), len(chain))
 	}
 	bwkv.EvictAll(db)
 	if n, err := db.KeyVersions([]byte("key99")); err != nil || n != 2 {

@@ -91,7 +91,10 @@ type GCStats struct {
 	// PagesConsolidated counts on-disk delta chains a rewrite replaced by
 	// one base frame at the chain's newest rewritten address, and
 	// FramesConsolidated the frames they held (docs/crash-safety.md).
-	PagesConsolidated, FramesConsolidated uint64
+	// ConsolidateErrors counts chains a rewrite could not read or merge
+	// and copied as they were instead (a damaged frame, or a bug: the
+	// merge must keep every version).
+	PagesConsolidated, FramesConsolidated, ConsolidateErrors uint64
 }
 
 // TreeStats describes the index.
@@ -357,6 +360,7 @@ func (s Stats) String() string {
 	row("gc", "live bytes", bytesIEC(s.GC.LiveBytes))
 	row("gc", "space amp", fmt.Sprintf("%.2f", s.GC.SpaceAmplification))
 	row("gc", "pages consolidated", s.GC.PagesConsolidated)
+	row("gc", "consolidate errors", s.GC.ConsolidateErrors)
 	row("tree", "pages", count(s.Tree.Pages))
 	row("tree", "leaves", count(s.Tree.Leaves))
 	row("tree", "depth", s.Tree.Depth)
