@@ -302,7 +302,8 @@ func (rt *retention) retain(vs []ver, out []ver) []ver {
 				// write, nobody else reads either, and rollback and
 				// undo take old values from the log. (A txn holds the
 				// key from its first write, so its writes of the key
-				// are adjacent.)
+				// are adjacent, unless an aborted txn's CLR landed
+				// between them: both are then kept.)
 			case !committed || v.flags&delta.CLR != 0:
 				out = append(out, v)
 			case !haveNewer:

@@ -42,6 +42,27 @@ func (f *retiringRetention) RolledBack(id uint64) bool {
 	return rb
 }
 
+// keyPage returns a page whose base holds key k by retired txid 7 and
+// whose chain holds ds, oldest first.
+func keyPage(ds ...*delta.Delta) *Page {
+	var bd delta.Builder
+	bd.Add([]byte("k"), []byte("v"), 7, 0, 0)
+	p := &Page{Base: bd.Finish(nil, nil, 0, 0)}
+	for _, d := range ds {
+		p = p.Prepend(d)
+	}
+	return p
+}
+
+// keptIDs lists the collected versions as txid/seq, in order.
+func keptIDs(c *Contents) []string {
+	var kept []string
+	for _, v := range c.vers {
+		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
+	}
+	return kept
+}
+
 // TestRetention: per key, consolidation keeps uncommitted versions, the
 // newest committed one, the newest at or below each reader's start (and
 // the bound p for unlisted readers), and the newest retired one.
@@ -94,25 +115,16 @@ func TestRetention(t *testing.T) {
 	// under them stay (10 wrote k twice and rolled back; 11 still open
 	// wrote a version and compensated it: its CLR stays, and the
 	// version under it goes as an older write of an open txn).
-	var bd delta.Builder
-	bd.Add([]byte("k"), []byte("v"), 7, 0, 0)
-	rp := &Page{Base: bd.Finish(nil, nil, 0, 0)}
-	for _, d := range []*delta.Delta{
+	rp := keyPage(
 		delta.New([]byte("k"), []byte("a"), 10, 1, 0),
 		delta.New([]byte("k"), []byte("b"), 10, 2, 0),
 		delta.New([]byte("k"), []byte("v"), 10, 3, delta.CLR),
 		delta.New([]byte("k"), []byte("v"), 10, 4, delta.CLR),
 		delta.New([]byte("k"), []byte("c"), 11, 1, 0),
 		delta.New([]byte("k"), []byte("v"), 11, 2, delta.CLR),
-	} {
-		rp = rp.Prepend(d)
-	}
+	)
 	rr := &fakeRetention{low: 4, commits: commits, p: never, rolledBack: map[uint64]bool{10: true}}
-	var kept []string
-	for _, v := range rp.Collect(rr).vers {
-		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
-	}
-	if want := []string{"11/2", "7/0"}; !slices.Equal(kept, want) {
+	if kept, want := keptIDs(rp.Collect(rr)), []string{"11/2", "7/0"}; !slices.Equal(kept, want) {
 		t.Fatalf("rolled back: kept %v, want %v", kept, want)
 	}
 
@@ -120,34 +132,24 @@ func TestRetention(t *testing.T) {
 	// concurrent retirement: RolledBack and CommitTS then answer false):
 	// the version still goes with the CLR that was dropped, or it would
 	// be kept without one and read as a retired, visible version.
-	var gb delta.Builder
-	gb.Add([]byte("k"), []byte("v"), 7, 0, 0)
-	gp := &Page{Base: gb.Finish(nil, nil, 0, 0)}
-	gp = gp.Prepend(delta.New([]byte("k"), []byte("a"), 10, 1, 0))
-	gp = gp.Prepend(delta.New([]byte("k"), []byte("v"), 10, 2, delta.CLR))
+	gp := keyPage(
+		delta.New([]byte("k"), []byte("a"), 10, 1, 0),
+		delta.New([]byte("k"), []byte("v"), 10, 2, delta.CLR),
+	)
 	gr := &retiringRetention{fakeRetention{low: 4, commits: commits, p: never, rolledBack: map[uint64]bool{10: true}}}
-	kept = kept[:0]
-	for _, v := range gp.Collect(gr).vers {
-		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
-	}
-	if want := []string{"7/0"}; !slices.Equal(kept, want) {
+	if kept, want := keptIDs(gp.Collect(gr)), []string{"7/0"}; !slices.Equal(kept, want) {
 		t.Fatalf("retired mid-run: kept %v, want %v", kept, want)
 	}
 
 	// An open txn that wrote a key three times keeps only its newest
 	// write, above the committed versions the rule keeps anyway; once it
 	// commits, its newest write is the newest committed version.
-	var ob delta.Builder
-	ob.Add([]byte("k"), []byte("v"), 7, 0, 0)
-	op := &Page{Base: ob.Finish(nil, nil, 0, 0)}
+	var writes []*delta.Delta
 	for seq := uint32(1); seq <= 3; seq++ {
-		op = op.Prepend(delta.New([]byte("k"), fmt.Appendf(nil, "w%d", seq), 12, seq, 0))
+		writes = append(writes, delta.New([]byte("k"), fmt.Appendf(nil, "w%d", seq), 12, seq, 0))
 	}
-	kept = kept[:0]
-	for _, v := range op.Collect(&fakeRetention{low: 4, commits: commits, p: never}).vers {
-		kept = append(kept, fmt.Sprintf("%d/%d", v.txid, v.seq))
-	}
-	if want := []string{"12/3", "7/0"}; !slices.Equal(kept, want) {
+	op := keyPage(writes...)
+	if kept, want := keptIDs(op.Collect(&fakeRetention{low: 4, commits: commits, p: never})), []string{"12/3", "7/0"}; !slices.Equal(kept, want) {
 		t.Fatalf("open txn: kept %v, want %v", kept, want)
 	}
 
@@ -157,5 +159,20 @@ func TestRetention(t *testing.T) {
 	r := &fakeRetention{low: 100, commits: map[uint64]uint64{100: 200, 101: 201}}
 	if c := p.Collect(r); c.Keys() != 2 || r.calls != 0 {
 		t.Fatalf("keys %d, Readers called %d times", c.Keys(), r.calls)
+	}
+}
+
+// TestCollectAll: a nil Retention keeps every version, an open txn's
+// older writes and CLRs included (the GC's merge of part of a chain).
+func TestCollectAll(t *testing.T) {
+	p := keyPage(
+		delta.New([]byte("k"), []byte("a"), 10, 1, 0),
+		delta.New([]byte("k"), []byte("b"), 10, 2, 0),
+		delta.New([]byte("k"), []byte("v"), 10, 3, delta.CLR),
+		delta.New([]byte("k"), []byte("c"), 11, 1, 0),
+		delta.New([]byte("k"), []byte("d"), 11, 2, 0),
+	)
+	if kept, want := keptIDs(p.Collect(nil)), []string{"11/2", "11/1", "10/3", "10/2", "10/1", "7/0"}; !slices.Equal(kept, want) {
+		t.Fatalf("kept %v, want %v", kept, want)
 	}
 }
