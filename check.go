@@ -7,8 +7,10 @@ import (
 )
 
 // Check verifies the database's structure (docs/crash-safety.md, I5) and returns every
-// problem found, joined. It is exact on a quiescent database; under
-// concurrent writes it retries a transient mismatch a few times.
+// problem found, joined. Its check of the data files is exact beside
+// background checkpoints and GC rounds (checkFiles); the tree's walk is
+// exact on a quiescent database, and under concurrent writes Check
+// retries a transient mismatch a few times.
 func (db *DB) Check(ctx context.Context) error {
 	if err := db.checkOpen(); err != nil {
 		return err

@@ -380,3 +380,14 @@ func (db *DB) SetTestPeekMutants(skip, noReread bool) {
 	db.hooks.peekSkipIndexed.Store(skip)
 	db.hooks.peekNoReread.Store(noReread)
 }
+
+// SetTestCheckListingHook installs a function Check calls between its
+// first look at the manifest's data files and its listing of the
+// directory (nil: none).
+func (db *DB) SetTestCheckListingHook(f func()) {
+	if f == nil {
+		db.hooks.checkListing.Store(nil)
+		return
+	}
+	db.hooks.checkListing.Store(&f)
+}

@@ -54,6 +54,9 @@ type testHooks struct {
 	// stripeSpin, when set, runs before each yield of a hot-stripe taker
 	// (takeStripe) with the yield's number.
 	stripeSpin atomic.Pointer[func(i int)]
+	// checkListing, when set, runs in Check between its first look at
+	// the manifest's files and its listing of the directory.
+	checkListing atomic.Pointer[func()]
 	// peekSkipIndexed and peekNoReread are mutants of a peek through a
 	// chain index (peekPage): the first skips the frames the index names
 	// for the key, the second returns an indexed read's error instead of
