@@ -145,6 +145,7 @@ func (db *DB) gcStats() GCStats {
 		FramesConsolidated: s.FramesConsolidated,
 		ConsolidateErrors:  s.ConsolidateErrors,
 	}
+	out.AccountingUnread, out.AccountingMismatched = db.gc.ledger.Misses()
 	if s.BytesDeleted > s.BytesWritten {
 		out.BytesReclaimed = s.BytesDeleted - s.BytesWritten
 	}

@@ -244,8 +244,9 @@ func consolidateRun(t *testing.T, o bwkv.Options, big int, copyAsIs bool) int64 
 		t.Fatal(err)
 	}
 	st := db.Stats()
-	if st.BackgroundErrors != 0 || st.GC.ConsolidateErrors != 0 {
-		t.Fatalf("%d background errors, %d chains not consolidated", st.BackgroundErrors, st.GC.ConsolidateErrors)
+	if st.BackgroundErrors != 0 || st.GC.ConsolidateErrors != 0 || st.GC.AccountingMismatched != 0 {
+		t.Fatalf("%d background errors, %d chains not consolidated, %d mismatched in the junk accounting",
+			st.BackgroundErrors, st.GC.ConsolidateErrors, st.GC.AccountingMismatched)
 	}
 	after := frameMap(t, dir)
 	chain2 := pageChain(t, after, pid)

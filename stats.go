@@ -95,6 +95,13 @@ type GCStats struct {
 	// and copied as they were instead (a damaged frame, or a bug: the
 	// merge must keep every version).
 	PagesConsolidated, FramesConsolidated, ConsolidateErrors uint64
+	// AccountingUnread counts pages whose old on-disk chain a checkpoint
+	// could not read, AccountingMismatched pages whose old chain, as the
+	// GC had recorded it, lacked a frame the new one keeps (a bug). The
+	// frames their new state superseded were not counted as junk: the
+	// GC sees their files as more live than they are when it chooses
+	// victims; what it copies stays exact.
+	AccountingUnread, AccountingMismatched uint64
 }
 
 // TreeStats describes the index.
@@ -361,6 +368,7 @@ func (s Stats) String() string {
 	row("gc", "space amp", fmt.Sprintf("%.2f", s.GC.SpaceAmplification))
 	row("gc", "pages consolidated", s.GC.PagesConsolidated)
 	row("gc", "consolidate errors", s.GC.ConsolidateErrors)
+	row("gc", "accounting misses", fmt.Sprintf("%d unread, %d mismatched", s.GC.AccountingUnread, s.GC.AccountingMismatched))
 	row("tree", "pages", count(s.Tree.Pages))
 	row("tree", "leaves", count(s.Tree.Leaves))
 	row("tree", "depth", s.Tree.Depth)

@@ -156,6 +156,9 @@ type Ledger struct {
 	// is called by Plan and by the collector's liveness check, never by
 	// Loaded.
 	walk func(pid, head uint64) (Chain, error)
+	// unknown and mismatched total Plan's counts of the same names over
+	// the Ledger's life (Misses).
+	unknown, mismatched atomic.Uint64
 }
 
 // NewLedger returns an empty Ledger that reads unknown chains with walk.
@@ -262,9 +265,12 @@ type Plan struct {
 	FileStats []manifest.FileMeta
 	// Junk is the number of bytes that became junk.
 	Junk int64
-	// Unknown counts pages whose old chain could not be read: their junk
-	// is not counted (a rewrite's liveness check stays exact).
-	Unknown int
+	// Unknown counts pages whose old chain could not be read, Mismatched
+	// pages whose new state keeps a durable frame their old chain does not
+	// hold (a bug: the chains are wrong). The junk of either is not
+	// counted and the page is forgotten (a rewrite's liveness check stays
+	// exact; only the choice of victims suffers).
+	Unknown, Mismatched int
 
 	chains  map[uint64]Chain // new chains (nil: forget the page)
 	removed []uint64
@@ -299,9 +305,12 @@ func (l *Ledger) Plan(changes []Change, st View) *Plan {
 			}
 			old = c
 		}
-		dead, next := diff(old, ch, known)
+		dead, next, ok := diff(old, ch, known)
 		if !known {
 			p.Unknown++
+		}
+		if !ok {
+			p.Mismatched++
 		}
 		count := func(addr uint64, size uint32) {
 			if failpoints.Skip(failpoints.MutJunkNotRecorded) {
@@ -341,38 +350,53 @@ func (l *Ledger) Plan(changes []Change, st View) *Plan {
 		p.FileStats = append(p.FileStats, f)
 	}
 	slices.SortFunc(p.FileStats, func(a, b manifest.FileMeta) int { return cmp.Compare(a.ID, b.ID) })
+	l.unknown.Add(uint64(p.Unknown))
+	l.mismatched.Add(uint64(p.Mismatched))
 	return p
 }
 
 // diff returns the frames of old that ch makes junk and the page's new
 // chain (nil when it cannot be known). old is the page's durable chain
 // (nil for a page never durable); known is false when it could not be
-// read, and then nothing is called junk.
-func diff(old Chain, ch Change, known bool) (dead, next Chain) {
+// read, and then nothing is called junk. ok is false when ch keeps a
+// durable frame old does not hold (Plan.Mismatched).
+func diff(old Chain, ch Change, known bool) (dead, next Chain, ok bool) {
 	switch {
 	case ch.Removed:
 		if known {
 			dead = old
 		}
-		return dead, nil
+		return dead, nil, true
 	case ch.Keep == 0:
 		if known {
 			dead = old
 		}
-		return dead, slices.Clone(ch.Written)
+		return dead, slices.Clone(ch.Written), true
 	case !known:
-		return nil, nil
+		return nil, nil, true
 	}
 	i, ok := old.index(ch.Keep)
 	if !ok {
 		// The state keeps a durable frame its old chain does not hold:
 		// impossible if the chains are right. Count nothing, forget the
-		// page (the next publish reads its chain from disk).
-		return nil, nil
+		// page (the next publish reads its chain from disk); Plan counts
+		// it, and the engine's tests require none.
+		return nil, nil, false
 	}
 	next = make(Chain, 0, len(ch.Written)+len(old)-i)
 	next = append(append(next, ch.Written...), old[i:]...)
-	return old[:i], next
+	return old[:i], next, true
+}
+
+// Misses returns, over the Ledger's life, the pages whose old chain a Plan
+// could not read (unknown) and those whose old chain did not hold the
+// frame the new state keeps (mismatched): publishes whose junk went
+// uncounted.
+func (l *Ledger) Misses() (unknown, mismatched uint64) {
+	if l == nil {
+		return 0, 0
+	}
+	return l.unknown.Load(), l.mismatched.Load()
 }
 
 // Apply records a plan's new chains once its manifest commit is durable.

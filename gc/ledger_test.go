@@ -46,17 +46,18 @@ func TestPlanJunk(t *testing.T) {
 		live  map[manifest.FileID]int64
 		junk  int64
 		chain Chain // the page's chain after Apply (nil: forgotten)
+		miss  int   // Plan.Mismatched
 	}{
 		{"new deltas on top: nothing is junk", Change{PID: 7, Written: Chain{{210, 5, nil}}, Keep: 150},
-			map[manifest.FileID]int64{}, 0, Chain{{210, 5, nil}, {150, 10, nil}, {120, 20, nil}, {50, 300, nil}}},
+			map[manifest.FileID]int64{}, 0, Chain{{210, 5, nil}, {150, 10, nil}, {120, 20, nil}, {50, 300, nil}}, 0},
 		{"new base: the whole old chain is junk", Change{PID: 7, Written: Chain{{211, 5, nil}, {210, 400, nil}}},
-			map[manifest.FileID]int64{1: 700, 2: 970}, 330, Chain{{211, 5, nil}, {210, 400, nil}}},
+			map[manifest.FileID]int64{1: 700, 2: 970}, 330, Chain{{211, 5, nil}, {210, 400, nil}}, 0},
 		{"removed: the whole old chain is junk", Change{PID: 7, Removed: true},
-			map[manifest.FileID]int64{1: 700, 2: 970}, 330, nil},
+			map[manifest.FileID]int64{1: 700, 2: 970}, 330, nil, 0},
 		{"keep an older frame: the newer ones are junk", Change{PID: 7, Written: Chain{{210, 5, nil}}, Keep: 120},
-			map[manifest.FileID]int64{2: 990}, 10, Chain{{210, 5, nil}, {120, 20, nil}, {50, 300, nil}}},
+			map[manifest.FileID]int64{2: 990}, 10, Chain{{210, 5, nil}, {120, 20, nil}, {50, 300, nil}}, 0},
 		{"keep a frame the chain lacks: nothing counted, page forgotten", Change{PID: 7, Written: Chain{{210, 5, nil}}, Keep: 99},
-			map[manifest.FileID]int64{}, 0, nil},
+			map[manifest.FileID]int64{}, 0, nil, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,6 +65,9 @@ func TestPlanJunk(t *testing.T) {
 			l.Loaded(7, old, l.Epoch())
 			st := state(t, map[uint64]uint64{7: 150})
 			p := l.Plan([]Change{c.ch}, st)
+			if _, mis := l.Misses(); p.Mismatched != c.miss || mis != uint64(c.miss) || p.Unknown != 0 {
+				t.Fatalf("plan: %d mismatched (ledger %d), %d unknown, want %d and 0", p.Mismatched, mis, p.Unknown, c.miss)
+			}
 			if got := stats(p); len(got) != len(c.live) || p.Junk != c.junk {
 				t.Fatalf("live %v junk %d, want %v and %d", got, p.Junk, c.live, c.junk)
 			} else {
@@ -105,8 +109,9 @@ func TestPlanStaleChain(t *testing.T) {
 		{PID: 9, Written: Chain{{212, 50, nil}}}, // never durable
 	}, st)
 	got := stats(p)
-	if walked != 2 || p.Junk != 240 || got[1] != 800 || got[2] != 960 || p.Unknown != 1 {
-		t.Fatalf("walked %d, junk %d, live %v, unknown %d", walked, p.Junk, got, p.Unknown)
+	unknown, _ := l.Misses()
+	if walked != 2 || p.Junk != 240 || got[1] != 800 || got[2] != 960 || p.Unknown != 1 || unknown != 1 {
+		t.Fatalf("walked %d, junk %d, live %v, unknown %d (ledger %d)", walked, p.Junk, got, p.Unknown, unknown)
 	}
 }
 
