@@ -81,6 +81,10 @@ fast() {
 stress() {
   step model env BWKV_MODEL_SEEDS="${BWKV_MODEL_SEEDS:-2000}" BWKV_MODEL_OPS="${BWKV_MODEL_OPS:-5000}" \
     go test -tags invariants -count=1 -run '^TestModel$' .
+  # The model under -race with more Ps than cores: the goroutine preempted
+  # inside a few instructions (how CI-only model failures reproduce here).
+  step model-preempt env GOMAXPROCS=8 BWKV_MODEL_SEEDS="${BWKV_MODEL_PREEMPT_SEEDS:-80}" \
+    go test -race -count=1 -timeout 30m -run '^TestModel$' .
   step kill9-long env BWKV_CRASH_ROUNDS="${BWKV_CRASH_ROUNDS:-400}" \
     go test -tags invariants -count=1 -timeout 60m -run '^TestCrashKill9$' .
   step concurrency env BWKV_BANK_MS="${BWKV_BANK_MS:-30000}" BWKV_SMO_MS="${BWKV_SMO_MS:-30000}" \
