@@ -1,7 +1,9 @@
 package checkpoint
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/gc"
@@ -28,6 +30,7 @@ type blobs struct {
 	pending   []pendingBlob
 	bytes     int64
 	reused    int64
+	scratch   []gc.Blob // durable's result, reused page to page
 }
 
 // pendingBlob is a new blob: the frame and the index in its Refs of the
@@ -45,7 +48,7 @@ func (b *blobs) page(pid uint64, frames []*delta.Frame) {
 	if b.threshold <= 0 {
 		return
 	}
-	var durable map[uint64][]gc.Blob // by VersionID, read at the first large value
+	var durable []gc.Blob // by VersionID, read at the first large value
 	loaded := false
 	for _, fr := range frames {
 		if fr.Base != nil && fr.Base.Level > 0 {
@@ -66,12 +69,7 @@ func (b *blobs) page(pid uint64, frames []*delta.Frame) {
 			id := gc.VersionID(en.Key, en.TxID, en.Seq)
 			crc := delta.ValueCRC(en.Value)
 			ref := delta.BlobRef{Len: uint32(len(en.Value)), CRC: crc}
-			for _, old := range durable[id] {
-				if old.Len == ref.Len && old.CRC == crc {
-					ref.Addr = old.Addr
-					break
-				}
-			}
+			ref.Addr = reuse(durable, id, ref.Len, crc)
 			if ref.Addr == 0 && len(b.pending) >= manifest.MaxBlobsPerFile {
 				continue // this checkpoint's blob addresses are used up: inline
 			}
@@ -85,10 +83,11 @@ func (b *blobs) page(pid uint64, frames []*delta.Frame) {
 	}
 }
 
-// durable returns the blobs page pid's durable chain references, by
-// VersionID (nil if the page has none or its chain cannot be read: then
-// every value is written again, which is only wasteful).
-func (b *blobs) durable(pid uint64) map[uint64][]gc.Blob {
+// durable returns the blobs page pid's durable chain references, sorted by
+// VersionID when there are more than blobScan (nil if the page has none or its chain cannot be read: then
+// every value is written again, which is only wasteful). The slice is the
+// checkpoint's scratch, valid until the next call.
+func (b *blobs) durable(pid uint64) []gc.Blob {
 	if b.e.Ledger == nil {
 		return nil
 	}
@@ -100,14 +99,40 @@ func (b *blobs) durable(pid uint64) map[uint64][]gc.Blob {
 	if err != nil {
 		return nil
 	}
-	var m map[uint64][]gc.Blob
-	for _, bl := range chain.Blobs() {
-		if m == nil {
-			m = map[uint64][]gc.Blob{}
-		}
-		m[bl.ID] = append(m[bl.ID], bl)
+	out := b.scratch[:0]
+	for _, e := range chain {
+		out = append(out, e.Blobs...) // a blob two frames share may repeat: harmless
 	}
-	return m
+	if len(out) > blobScan {
+		slices.SortFunc(out, func(x, y gc.Blob) int { return cmp.Compare(x.ID, y.ID) })
+	}
+	b.scratch = out
+	return out
+}
+
+// blobScan is the most durable blobs reuse scans linearly: a page's chain
+// usually references a few dozen, and scanning them for each value costs
+// less than sorting them. Past it the list is sorted by VersionID
+// (durable) and searched.
+const blobScan = 64
+
+// reuse returns the address of a blob in durable (from durable) holding the
+// version id with a value of length n and CRC crc, or 0.
+func reuse(durable []gc.Blob, id uint64, n, crc uint32) uint64 {
+	j := 0
+	if len(durable) > blobScan {
+		j, _ = slices.BinarySearchFunc(durable, id, func(bl gc.Blob, id uint64) int { return cmp.Compare(bl.ID, id) })
+	}
+	for ; j < len(durable); j++ {
+		old := &durable[j]
+		if old.ID == id && old.Len == n && old.CRC == crc {
+			return old.Addr
+		}
+		if len(durable) > blobScan && old.ID != id {
+			break
+		}
+	}
+	return 0
 }
 
 // place gives the new blobs their addresses in file id's block and returns

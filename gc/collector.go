@@ -282,7 +282,9 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 	type known struct {
 		chain Chain
 		ok    bool
-		blobs map[uint64]bool // the chain's blobs, once a blob asks
+		// blobs: the chain's blobs, once a blob frame asks (blobsKnown).
+		blobs      addrSet
+		blobsKnown bool
 	}
 	pages := map[uint64]*known{}
 	measured := map[manifest.FileID]int64{}
@@ -321,13 +323,10 @@ func (c *Collector) liveness(st View, victims []manifest.FileMeta) (live []frame
 		var reached bool
 		if blob {
 			// A blob is live iff its page's chain references it.
-			if k.blobs == nil {
-				k.blobs = blobSet(k.chain)
-				if k.blobs == nil {
-					k.blobs = map[uint64]bool{}
-				}
+			if !k.blobsKnown {
+				k.blobs, k.blobsKnown = blobAddrs(k.chain), true
 			}
-			reached = k.blobs[f.addr]
+			reached = k.blobs.has(f.addr)
 		} else {
 			reached = k.chain.Contains(f.addr)
 		}

@@ -47,36 +47,41 @@ func VersionID(key []byte, txid uint64, seq uint32) uint64 {
 // versionSeed is fixed for the process: VersionIDs live in memory only.
 var versionSeed = maphash.MakeSeed()
 
-// blobSet returns the addresses of the blobs the extents reference.
-func blobSet(cs ...Chain) map[uint64]bool {
-	var m map[uint64]bool
+// addrSet is a set of blob addresses, sorted ascending, each once.
+type addrSet []uint64
+
+// has reports whether addr is in the set (a binary search).
+func (s addrSet) has(addr uint64) bool {
+	_, ok := slices.BinarySearch(s, addr)
+	return ok
+}
+
+// blobAddrs returns the addresses of the blobs the chains reference. A
+// sorted slice, not a map: the checkpoint's and the collector's per-page
+// lookups build one per page, and a map's growth cost more than the
+// lookups themselves.
+func blobAddrs(cs ...Chain) addrSet {
+	var out addrSet
 	for _, c := range cs {
 		for _, e := range c {
 			for _, b := range e.Blobs {
-				if m == nil {
-					m = map[uint64]bool{}
-				}
-				m[b.Addr] = true
+				out = append(out, b.Addr)
 			}
 		}
 	}
-	return m
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-// Blobs returns the blobs the chain references, each once, newest frame
-// first.
+// Blobs returns the blobs the chain references, each once, in ascending
+// address order.
 func (c Chain) Blobs() []Blob {
 	var out []Blob
-	seen := map[uint64]bool{}
 	for _, e := range c {
-		for _, b := range e.Blobs {
-			if !seen[b.Addr] {
-				seen[b.Addr] = true
-				out = append(out, b)
-			}
-		}
+		out = append(out, e.Blobs...)
 	}
-	return out
+	slices.SortFunc(out, func(a, b Blob) int { return cmp.Compare(a.Addr, b.Addr) })
+	return slices.CompactFunc(out, func(a, b Blob) bool { return a.Addr == b.Addr })
 }
 
 func equalChains(a, b Chain) bool {
@@ -328,9 +333,9 @@ func (l *Ledger) Plan(changes []Change, st View) *Plan {
 		// references it (a new base reuses the blobs of the versions it
 		// keeps).
 		if deadBlobs := dead.Blobs(); len(deadBlobs) > 0 {
-			live := blobSet(next)
+			live := blobAddrs(next)
 			for _, b := range deadBlobs {
-				if !live[b.Addr] {
+				if !live.has(b.Addr) {
 					count(b.Addr, b.Size)
 				}
 			}

@@ -2,6 +2,7 @@ package gc
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/bwkv/bwkv/manifest"
@@ -173,6 +174,31 @@ func TestPlanBlobs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanSharedBlob: a blob that two frames of a chain reference (a
+// consolidated base reusing a delta's blob, both still in the chain) is
+// listed once and counted as junk once.
+func TestPlanSharedBlob(t *testing.T) {
+	b90 := Blob{Addr: 90, Size: 100, Len: 52, ID: 1}
+	b95 := Blob{Addr: 95, Size: 50, Len: 2, ID: 2}
+	old := Chain{{150, 10, []Blob{b95, b90}}, {50, 300, []Blob{b95}}}
+	if got := old.Blobs(); !slices.Equal(got, []Blob{b90, b95}) {
+		t.Fatalf("Blobs() = %v, want each blob once in address order", got)
+	}
+	l := NewLedger(noWalk)
+	l.Loaded(7, old, l.Epoch())
+	p := l.Plan([]Change{{PID: 7, Removed: true}}, state(t, map[uint64]uint64{7: 150}))
+	if p.Junk != 10+300+100+50 {
+		t.Fatalf("junk %d, want %d", p.Junk, 10+300+100+50)
+	}
+	// The new base keeps blob 95: only 90 and the old frames are junk.
+	l = NewLedger(noWalk)
+	l.Loaded(7, old, l.Epoch())
+	p = l.Plan([]Change{{PID: 7, Written: Chain{{210, 40, []Blob{b95}}}}}, state(t, map[uint64]uint64{7: 150}))
+	if p.Junk != 10+300+100 {
+		t.Fatalf("junk %d, want %d", p.Junk, 10+300+100)
 	}
 }
 
