@@ -161,7 +161,8 @@ type Options struct {
 	// splits; default 128. Persisted.
 	PageSplitEntries int
 	// DeltaChainMax is the delta-chain length that triggers consolidation;
-	// default 12. While the cache is over CacheBytes, a page in steady
+	// default 12. A chain holding more value bytes than a leaf may (32
+	// KiB) consolidates sooner. While the cache is over CacheBytes, a page in steady
 	// use (read before each of the evictor's last two passes over it) is
 	// consolidated at a third of it instead
 	// (its superseded versions leave memory, its reads walk a short

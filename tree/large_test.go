@@ -100,3 +100,50 @@ func TestSetLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// retiredAll is a retention under which every txn has retired and no
+// reader is registered: consolidation keeps each key's newest version.
+type retiredAll struct{}
+
+func (retiredAll) Low() uint64                             { return ^uint64(0) }
+func (retiredAll) CommitTS(uint64) (uint64, bool)          { return 0, false }
+func (retiredAll) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], ^uint64(0) }
+func (retiredAll) RolledBack(uint64) bool                  { return false }
+
+// TestChainHeavy: a leaf whose chain holds more bytes than SplitBytes
+// consolidates before its chain reaches ChainMax, so a page of large
+// values holds at most about twice its leaf bound in memory.
+func TestChainHeavy(t *testing.T) {
+	env := Env{Retention: retiredAll{}, Gens: generation.NewManager(1, 0)}
+	const sb = 32 << 10
+	tr := New(Config{SplitEntries: 128, ChainMax: 100, SplitBytes: sb}, env, pagetable.New[node.Page](RootPID+1))
+	k := []byte("key")
+	maxLen, maxBytes := 0, 0
+	for i := range 60 {
+		v := bytes.Repeat([]byte{byte(i)}, 4<<10)
+		if err := tr.Write(k, func(*node.Page) (*delta.Delta, error) { return delta.New(k, v, 1, uint32(i+1), 0), nil }); err != nil {
+			t.Fatal(err)
+		}
+		p := tr.pt.Load(RootPID)
+		maxLen, maxBytes = max(maxLen, p.Len), max(maxBytes, p.Bytes())
+		got, ok, err := tr.Get(k, allVisible{})
+		if err != nil || !ok || !bytes.Equal(got, v) {
+			t.Fatalf("write %d: read %d bytes, %v, %v", i, len(got), ok, err)
+		}
+	}
+	if maxLen > sb/(4<<10)+1 || maxBytes > 2*sb+(8<<10) {
+		t.Fatalf("chains of 4 KiB values reached %d deltas and %d bytes, want a consolidation past %d bytes of chain", maxLen, maxBytes, sb)
+	}
+	// Small values: the count bound alone decides.
+	tr = New(Config{SplitEntries: 128, ChainMax: 12, SplitBytes: sb}, env, pagetable.New[node.Page](RootPID+1))
+	maxLen = 0
+	for i := range 40 {
+		if err := tr.Write(k, func(*node.Page) (*delta.Delta, error) { return delta.New(k, []byte("v"), 1, uint32(i+1), 0), nil }); err != nil {
+			t.Fatal(err)
+		}
+		maxLen = max(maxLen, tr.pt.Load(RootPID).Len)
+	}
+	if maxLen != 12 {
+		t.Fatalf("chains of small values reached %d deltas, want ChainMax 12", maxLen)
+	}
+}

@@ -117,7 +117,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 		var sp *split
 		underfull := false
 		frames := 1
-		if np.Len > t.cfg.ChainMax && np.Stub == nil {
+		if np.Stub == nil && (np.Len > t.cfg.ChainMax || t.chainHeavy(np)) {
 			np, sp, underfull = t.consolidate(pid, np)
 			frames = 2 // the delta and the base that absorbed it
 		}
@@ -169,4 +169,14 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 	t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, b.High, b.Sibling))}, 1)
 	left := &node.Page{Base: t.addr(c.Build(0, k, b.Low, sep, uint64(rpid)))}
 	return left, &split{level: 1, sep: bytes.Clone(sep), right: rpid}, false
+}
+
+// chainHeavy reports whether a leaf's chain holds more bytes than a leaf
+// may (splitBytes): with large values a chain of ChainMax deltas holds
+// several leaves' worth of superseded values, memory the cache counts
+// and that pushes other pages out. Consolidating by bytes as well keeps
+// a page's memory within about twice its leaf bound. O(1).
+func (t *Tree) chainHeavy(p *node.Page) bool {
+	sb := t.splitBytes()
+	return sb > 0 && p.Bytes()-p.Base.Bytes() > sb
 }
