@@ -23,7 +23,7 @@ const (
 	EvictReferenced
 	// EvictLongChain: read before this pass and the one before it (in
 	// steady use, not just loaded and read once; the bit is cleared, the
-	// page stays) and its chain is at least Config.ReadChain long: the caller
+	// page stays) and its chain is long (readLong): the caller
 	// should Shorten it, which frees the versions its deltas superseded
 	// and shortens the walk of every read of it.
 	EvictLongChain
@@ -39,7 +39,7 @@ const (
 // For the engine's background worker; a page that changed meanwhile is
 // re-examined, and one that no longer needs it is left alone.
 func (t *Tree) Compact(pid pagetable.PID) error {
-	return t.compact(pid, t.stubChainMax(), t.cfg.ChainMax)
+	return t.compact(pid, t.stubChainMax(), func(p *node.Page) bool { return p.Len > t.cfg.ChainMax })
 }
 
 // Squash consolidates leaf pid if its chain holds any delta, in memory or
@@ -47,17 +47,21 @@ func (t *Tree) Compact(pid pagetable.PID) error {
 // of deltas above a base stores versions the base may repeat, and the
 // next checkpoint of the consolidated page turns the whole old chain into
 // junk the data-file GC reclaims.
-func (t *Tree) Squash(pid pagetable.PID) error { return t.compact(pid, 1, 0) }
+func (t *Tree) Squash(pid pagetable.PID) error {
+	return t.compact(pid, 1, func(p *node.Page) bool { return p.Len > 0 })
+}
 
 // Rebase consolidates leaf pid into a new base even if its chain is
 // empty (reading it first if it is a stub or on disk only), so the next
 // checkpoint writes the page again as one base frame. The idle settle
 // uses it to rewrite compressed the pages a checkpoint stored plain.
-func (t *Tree) Rebase(pid pagetable.PID) error { return t.compact(pid, 0, -1) }
+func (t *Tree) Rebase(pid pagetable.PID) error {
+	return t.compact(pid, 0, func(*node.Page) bool { return true })
+}
 
 // Shorten consolidates leaf pid if it is resident in full with a chain at
-// least Config.ReadChain long (a stub is left alone: Compact handles its
-// chain). For the evictor, on a page in steady use (EvictLongChain):
+// least Config.ReadChain long or holding a quarter of a leaf's bytes
+// (readLong; a stub is left alone: Compact handles its chain). For the evictor, on a page in steady use (EvictLongChain):
 // ChainMax suits a page written as often as it is read, where a
 // consolidation per few writes would cost more than the walks it saves; on
 // a page read many times per write the chain's superseded values take
@@ -67,12 +71,28 @@ func (t *Tree) Shorten(pid pagetable.PID) error {
 	if t.cfg.ReadChain <= 0 {
 		return nil
 	}
-	return t.compact(pid, math.MaxInt, t.cfg.ReadChain-1)
+	return t.compact(pid, math.MaxInt, t.readLong)
+}
+
+// readLong reports whether a leaf in steady use should be shortened: its
+// chain is Config.ReadChain long, or its deltas hold a quarter of a
+// leaf's bytes (splitBytes/4: with values of several KiB one or two
+// superseded versions, which double the memory a read-mostly page takes
+// and so the cache a data set needs). O(1).
+func (t *Tree) readLong(p *node.Page) bool {
+	if t.cfg.ReadChain <= 0 || p.Len == 0 {
+		return false
+	}
+	if p.Len >= t.cfg.ReadChain {
+		return true
+	}
+	sb := t.splitBytes()
+	return sb > 0 && p.Bytes()-p.Base.Bytes() >= sb/4
 }
 
 // compact consolidates leaf pid when a stub's chain (memory and disk)
-// reaches stubMin, or a full page's chain is longer than fullMax.
-func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int) error {
+// reaches stubMin, or need says so of its full state.
+func (t *Tree) compact(pid pagetable.PID, stubMin int, need func(*node.Page) bool) error {
 	for tries := 0; tries < 4; tries++ {
 		p, err := t.load(pid)
 		if err != nil || p == nil || p.Removed || p.Base.Level != 0 {
@@ -90,7 +110,7 @@ func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int) error {
 				continue
 			}
 		}
-		sp, done := t.compactFull(pid, fullMax)
+		sp, done := t.compactFull(pid, need)
 		if sp != nil {
 			_ = t.post(sp)
 		}
@@ -101,9 +121,9 @@ func (t *Tree) compact(pid pagetable.PID, stubMin, fullMax int) error {
 	return nil
 }
 
-// compactFull consolidates pid's full state if its chain is longer than
-// maxLen. done is false if the slot held a stub again (evicted meanwhile).
-func (t *Tree) compactFull(pid pagetable.PID, maxLen int) (*split, bool) {
+// compactFull consolidates pid's full state if need says so. done is
+// false if the slot held a stub again (evicted meanwhile).
+func (t *Tree) compactFull(pid pagetable.PID, need func(*node.Page) bool) (*split, bool) {
 	tok := t.env.Gens.Enter()
 	defer t.env.Gens.Exit(tok)
 	slot := t.pt.Slot(pid)
@@ -116,7 +136,7 @@ func (t *Tree) compactFull(pid pagetable.PID, maxLen int) (*split, bool) {
 	if p.Stub != nil {
 		return nil, false
 	}
-	if p.Len <= maxLen {
+	if !need(p) {
 		return nil, true
 	}
 	np, sp, _ := t.consolidate(pid, p)
@@ -157,7 +177,7 @@ func (t *Tree) Evict(pid pagetable.PID, dropStubs bool) Evicted {
 		return EvictSkipped
 	}
 	if n := slot.Unref(); n > 0 {
-		if n >= 2 && p.Stub == nil && t.cfg.ReadChain > 0 && p.Len >= t.cfg.ReadChain {
+		if n >= 2 && p.Stub == nil && t.readLong(p) {
 			return EvictLongChain
 		}
 		return EvictReferenced

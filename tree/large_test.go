@@ -147,3 +147,49 @@ func TestChainHeavy(t *testing.T) {
 		t.Fatalf("chains of small values reached %d deltas, want ChainMax 12", maxLen)
 	}
 }
+
+// TestShortenHeavy: the evictor's Shorten consolidates a leaf in steady
+// use whose chain holds a quarter of a leaf's bytes, even when the chain
+// is shorter than ReadChain; a short chain of small values stays.
+func TestShortenHeavy(t *testing.T) {
+	env := Env{Retention: retiredAll{}, Gens: generation.NewManager(1, 0)}
+	const sb = 32 << 10
+	for _, c := range []struct {
+		name   string
+		value  int
+		deltas int
+		want   int // chain length after Shorten
+	}{
+		{"one 16 KiB delta", 16 << 10, 1, 0},
+		{"two 4 KiB deltas", 4 << 10, 2, 0},
+		{"one 4 KiB delta", 4 << 10, 1, 1},
+		{"three small deltas", 100, 3, 3},
+		{"four small deltas", 100, 4, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := New(Config{SplitEntries: 128, ChainMax: 12, ReadChain: 4, SplitBytes: sb}, env, pagetable.New[node.Page](RootPID+1))
+			k := []byte("key")
+			for i := range c.deltas + 1 {
+				v := bytes.Repeat([]byte{byte(i)}, c.value)
+				if err := tr.Write(k, func(*node.Page) (*delta.Delta, error) { return delta.New(k, v, 1, uint32(i+1), 0), nil }); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 { // the first version becomes the base
+					if err := tr.Squash(RootPID); err != nil || tr.pt.Load(RootPID).Len != 0 {
+						t.Fatalf("squash: %v", err)
+					}
+				}
+			}
+			if err := tr.Shorten(RootPID); err != nil {
+				t.Fatal(err)
+			}
+			p := tr.pt.Load(RootPID)
+			if p.Len != c.want {
+				t.Fatalf("chain of %d deltas after Shorten, want %d", p.Len, c.want)
+			}
+			if got, ok, err := tr.Get(k, allVisible{}); err != nil || !ok || len(got) != c.value || got[0] != byte(c.deltas) {
+				t.Fatalf("read %d bytes, %v, %v", len(got), ok, err)
+			}
+		})
+	}
+}
