@@ -74,6 +74,12 @@ type MatrixCase struct {
 	PrefillKeys int
 	Durability  string
 	CacheBytes  int64 // 0: MatrixOptions.CacheBytes (--cache-bytes)
+	// ValueKind and Compression are the runs' --value-kind and
+	// --compression ("": random and none); ValueThreshold their
+	// --value-threshold (0: MatrixOptions.ValueThresh).
+	ValueKind      string
+	Compression    string
+	ValueThreshold int
 }
 
 // MatrixRun is one child run of the plan.
@@ -86,14 +92,28 @@ type MatrixRun struct {
 	Durability  string
 	PrefillKeys int
 	CacheBytes  int64
+	// ValueKind, Compression: "" is random and none. ValueThreshold is the
+	// run's --value-threshold.
+	ValueKind      string
+	Compression    string
+	ValueThreshold int
 }
 
 // Dir is the run's database directory name under MatrixOptions.Path. It
 // names every field that tells two runs of a plan apart, so the runs of a
 // suite never share a directory.
 func (m MatrixRun) Dir() string {
-	return fmt.Sprintf("r%d-%s-t%d-%d_%d-%s-n%d-c%s-%s", m.Repeat, m.Workload, m.Threads,
-		m.Profile.KeySize, m.Profile.ValueSize, m.Durability, m.PrefillKeys, sizeTag(m.CacheBytes), m.Engine)
+	return fmt.Sprintf("r%d-%s-t%d-%d_%d-%s-n%d-c%s-%s-%s-vt%d-%s", m.Repeat, m.Workload, m.Threads,
+		m.Profile.KeySize, m.Profile.ValueSize, m.Durability, m.PrefillKeys, sizeTag(m.CacheBytes),
+		orDefault(m.ValueKind, "random"), orDefault(m.Compression, "none"), m.ValueThreshold, m.Engine)
+}
+
+// orDefault returns s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // sizeTag writes n in MiB ("256MiB") when it is a whole number of MiB,
@@ -120,10 +140,14 @@ func Suite(name string) ([]MatrixCase, error) {
 
 // fullSuite is the perf issue's case list (bench/README.md, "kvbench
 // matrix --suite full"): the standard matrix relaxed and durable, durable
-// W4 at 2 and 16 threads, and a data set 8x the cache budget.
+// W4 at 2 and 16 threads, a data set 8x the cache budget, the large-value
+// profiles P3 and P4 (the same ~200 MiB of values as P2's 200k keys),
+// compressible values with each engine's zstd off and on, and value
+// separation at 1 KiB (Pebble's blob files, bwkv's BlobThreshold).
 func fullSuite() []MatrixCase {
 	all := []string{"W1", "W2", "W2y", "W3", "W4", "W5", "W6"}
 	p2 := []Profile{{32, 1024}} // P2
+	mixed := []string{"W1", "W3", "W4", "W6"}
 	return []MatrixCase{
 		{Name: "standard, relaxed", Workloads: all, Threads: []int{1, 2}, Profiles: p2,
 			PrefillKeys: 200000, Durability: "relaxed"},
@@ -133,6 +157,16 @@ func fullSuite() []MatrixCase {
 			PrefillKeys: 100000, Durability: "durable"},
 		{Name: "larger than the cache", Workloads: []string{"W1", "W4", "W6"}, Threads: []int{2}, Profiles: p2,
 			PrefillKeys: 2000000, Durability: "relaxed", CacheBytes: 256 << 20},
+		{Name: "large values P3", Workloads: all, Threads: []int{2}, Profiles: []Profile{{32, 4096}},
+			PrefillKeys: 50000, Durability: "relaxed"},
+		{Name: "large values P4", Workloads: all, Threads: []int{2}, Profiles: []Profile{{32, 16384}},
+			PrefillKeys: 12500, Durability: "relaxed"},
+		{Name: "text values, zstd off", Workloads: mixed, Threads: []int{2}, Profiles: p2,
+			PrefillKeys: 200000, Durability: "relaxed", ValueKind: "text", Compression: "none"},
+		{Name: "text values, zstd on", Workloads: mixed, Threads: []int{2}, Profiles: p2,
+			PrefillKeys: 200000, Durability: "relaxed", ValueKind: "text", Compression: "good"},
+		{Name: "value separation at 1 KiB", Workloads: all, Threads: []int{2}, Profiles: p2,
+			PrefillKeys: 200000, Durability: "relaxed", ValueThreshold: 1024},
 	}
 }
 
@@ -142,7 +176,7 @@ func (o *MatrixOptions) cases() []MatrixCase {
 		return o.Cases
 	}
 	return []MatrixCase{{Workloads: o.Workloads, Threads: o.Threads, Profiles: o.Profiles,
-		PrefillKeys: o.PrefillKeys, Durability: o.Durability, CacheBytes: o.CacheBytes}}
+		PrefillKeys: o.PrefillKeys, Durability: o.Durability, CacheBytes: o.CacheBytes, ValueThreshold: o.ValueThresh}}
 }
 
 // Rotate returns engines rotated left by r (the order of repeat r).
@@ -170,12 +204,17 @@ func (o *MatrixOptions) Plan() []MatrixRun {
 			if cache == 0 {
 				cache = o.CacheBytes
 			}
+			vt := c.ValueThreshold
+			if vt == 0 {
+				vt = o.ValueThresh
+			}
 			for _, p := range c.Profiles {
 				for _, t := range c.Threads {
 					for _, w := range c.Workloads {
 						for _, e := range order {
 							plan = append(plan, MatrixRun{Repeat: r, Engine: e, Workload: w, Threads: t, Profile: p,
-								Durability: c.Durability, PrefillKeys: c.PrefillKeys, CacheBytes: cache})
+								Durability: c.Durability, PrefillKeys: c.PrefillKeys, CacheBytes: cache,
+								ValueKind: c.ValueKind, Compression: c.Compression, ValueThreshold: vt})
 						}
 					}
 				}
@@ -214,7 +253,8 @@ func (o *MatrixOptions) childArgs(m MatrixRun, dir string) []string {
 		"--warmup-secs", strconv.Itoa(o.WarmupSecs), "--measure-secs", strconv.Itoa(o.MeasureSecs),
 		"--read-path", o.ReadPath, "--durability", m.Durability,
 		"--cache-bytes", strconv.FormatInt(m.CacheBytes, 10),
-		"--value-threshold", strconv.Itoa(o.ValueThresh),
+		"--value-threshold", strconv.Itoa(m.ValueThreshold),
+		"--value-kind", orDefault(m.ValueKind, "random"), "--compression", orDefault(m.Compression, "none"),
 		"--repeat", strconv.Itoa(m.Repeat),
 		"--result-file", o.ResultFile,
 		"--path", dir,

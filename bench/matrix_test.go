@@ -33,7 +33,7 @@ func TestMatrixDefaultPlanUnchanged(t *testing.T) {
 				for _, w := range o.Workloads {
 					for _, e := range Rotate(o.Engines, r) {
 						want = append(want, MatrixRun{Repeat: r, Engine: e, Workload: w, Threads: th, Profile: p,
-							Durability: "relaxed", PrefillKeys: 200000, CacheBytes: 256 << 20})
+							Durability: "relaxed", PrefillKeys: 200000, CacheBytes: 256 << 20, ValueThreshold: 8192})
 					}
 				}
 			}
@@ -46,7 +46,7 @@ func TestMatrixDefaultPlanUnchanged(t *testing.T) {
 	got := strings.Join(o.childArgs(plan[1], "/d"), " ")
 	old := "run --engine pebble --workload W1 --threads 1 --key-size 32 --value-size 1024 --prefill-keys 200000 " +
 		"--warmup-secs 3 --measure-secs 20 --read-path snapshot --durability relaxed --cache-bytes 268435456 " +
-		"--value-threshold 8192 --repeat 0 --result-file /r.csv --path /d --progress=false"
+		"--value-threshold 8192 --value-kind random --compression none --repeat 0 --result-file /r.csv --path /d --progress=false"
 	if got != old {
 		t.Fatalf("child args\n got %s\nwant %s", got, old)
 	}
@@ -55,7 +55,8 @@ func TestMatrixDefaultPlanUnchanged(t *testing.T) {
 // caseID is what a suite case fixes, as a comparable string.
 func caseID(m MatrixRun) string {
 	return strings.Join([]string{m.Workload, "t" + itoa(m.Threads), itoa(m.Profile.KeySize) + "/" + itoa(m.Profile.ValueSize),
-		m.Durability, "n" + itoa(m.PrefillKeys), "c" + sizeTag(m.CacheBytes)}, " ")
+		m.Durability, "n" + itoa(m.PrefillKeys), "c" + sizeTag(m.CacheBytes),
+		orDefault(m.ValueKind, "random"), orDefault(m.Compression, "none"), "vt" + itoa(m.ValueThreshold)}, " ")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -71,28 +72,46 @@ func TestSuiteFullPlan(t *testing.T) {
 	o := defaultOptions()
 	o.Repeats, o.Cases, o.CacheBytes = 1, cases, 64<<20 // --cache-bytes: the cases that do not pin one
 	want := map[string]bool{}
+	all := []string{"W1", "W2", "W2y", "W3", "W4", "W5", "W6"}
+	p2 := Profile{32, 1024}
 	for _, d := range []string{"relaxed", "durable"} {
 		for _, th := range []int{1, 2} {
-			for _, w := range []string{"W1", "W2", "W2y", "W3", "W4", "W5", "W6"} {
-				want[caseID(MatrixRun{Workload: w, Threads: th, Profile: Profile{32, 1024}, Durability: d,
-					PrefillKeys: 200000, CacheBytes: 64 << 20})] = true
+			for _, w := range all {
+				want[caseID(MatrixRun{Workload: w, Threads: th, Profile: p2, Durability: d,
+					PrefillKeys: 200000, CacheBytes: 64 << 20, ValueThreshold: 8192})] = true
 			}
 		}
 	}
 	for _, th := range []int{2, 16} {
-		want[caseID(MatrixRun{Workload: "W4", Threads: th, Profile: Profile{32, 1024}, Durability: "durable",
-			PrefillKeys: 100000, CacheBytes: 64 << 20})] = true
+		want[caseID(MatrixRun{Workload: "W4", Threads: th, Profile: p2, Durability: "durable",
+			PrefillKeys: 100000, CacheBytes: 64 << 20, ValueThreshold: 8192})] = true
 	}
 	for _, w := range []string{"W1", "W4", "W6"} {
-		want[caseID(MatrixRun{Workload: w, Threads: 2, Profile: Profile{32, 1024}, Durability: "relaxed",
-			PrefillKeys: 2000000, CacheBytes: 256 << 20})] = true
+		want[caseID(MatrixRun{Workload: w, Threads: 2, Profile: p2, Durability: "relaxed",
+			PrefillKeys: 2000000, CacheBytes: 256 << 20, ValueThreshold: 8192})] = true
 	}
-	if len(want) != 33 {
-		t.Fatalf("the issue's list has %d cases, want 33", len(want))
+	// Large values: the same ~200 MiB of values as P2's 200k keys.
+	for _, w := range all {
+		want[caseID(MatrixRun{Workload: w, Threads: 2, Profile: Profile{32, 4096}, Durability: "relaxed",
+			PrefillKeys: 50000, CacheBytes: 64 << 20, ValueThreshold: 8192})] = true
+		want[caseID(MatrixRun{Workload: w, Threads: 2, Profile: Profile{32, 16384}, Durability: "relaxed",
+			PrefillKeys: 12500, CacheBytes: 64 << 20, ValueThreshold: 8192})] = true
+		want[caseID(MatrixRun{Workload: w, Threads: 2, Profile: p2, Durability: "relaxed",
+			PrefillKeys: 200000, CacheBytes: 64 << 20, ValueThreshold: 1024})] = true
+	}
+	for _, w := range []string{"W1", "W3", "W4", "W6"} {
+		for _, c := range []string{"none", "good"} {
+			want[caseID(MatrixRun{Workload: w, Threads: 2, Profile: p2, Durability: "relaxed",
+				PrefillKeys: 200000, CacheBytes: 64 << 20, ValueKind: "text", Compression: c, ValueThreshold: 8192})] = true
+		}
+	}
+	const nCases = 33 + 3*7 + 8
+	if len(want) != nCases {
+		t.Fatalf("the issue's list has %d cases, want %d", len(want), nCases)
 	}
 	plan := o.Plan()
-	if len(plan) != 33*4 {
-		t.Fatalf("plan has %d runs, want 33 cases x 4 engines = 132", len(plan))
+	if len(plan) != nCases*4 {
+		t.Fatalf("plan has %d runs, want %d cases x 4 engines", len(plan), nCases)
 	}
 	engines := map[string][]string{}
 	for _, m := range plan {
@@ -103,7 +122,9 @@ func TestSuiteFullPlan(t *testing.T) {
 		engines[id] = append(engines[id], m.Engine)
 		args := strings.Join(o.childArgs(m, "/d"), " ")
 		for _, a := range []string{"--durability " + m.Durability + " ", "--prefill-keys " + itoa(m.PrefillKeys) + " ",
-			"--cache-bytes " + strconv.FormatInt(m.CacheBytes, 10) + " ", "--workload " + m.Workload + " ", "--threads " + itoa(m.Threads) + " "} {
+			"--cache-bytes " + strconv.FormatInt(m.CacheBytes, 10) + " ", "--workload " + m.Workload + " ", "--threads " + itoa(m.Threads) + " ",
+			"--value-threshold " + itoa(m.ValueThreshold) + " ", "--value-kind " + orDefault(m.ValueKind, "random") + " ",
+			"--compression " + orDefault(m.Compression, "none") + " "} {
 			if !strings.Contains(args, a) {
 				t.Errorf("%s: child args lack %q: %s", id, a, args)
 			}
@@ -115,8 +136,8 @@ func TestSuiteFullPlan(t *testing.T) {
 			t.Errorf("%s: engines %v", id, es)
 		}
 	}
-	if len(engines) != 33 {
-		t.Errorf("%d distinct cases in the plan, want 33", len(engines))
+	if len(engines) != nCases {
+		t.Errorf("%d distinct cases in the plan, want %d", len(engines), nCases)
 	}
 	if _, err := Suite("nope"); err == nil || !strings.Contains(err.Error(), "full") {
 		t.Errorf("unknown suite: %v", err)
@@ -139,12 +160,14 @@ func TestMatrixDirsUnique(t *testing.T) {
 			seen[m.Dir()] = m
 		}
 	}
-	// Two runs that differ only in durability, prefill or cache.
+	// Two runs that differ only in durability, prefill, cache, value kind,
+	// compression or value threshold.
 	a := MatrixRun{Engine: "bwkv", Workload: "W4", Threads: 2, Profile: Profile{32, 1024}, Durability: "relaxed",
-		PrefillKeys: 200000, CacheBytes: 256 << 20}
-	d, n, c := a, a, a
+		PrefillKeys: 200000, CacheBytes: 256 << 20, ValueThreshold: 8192}
+	d, n, c, k, z, v := a, a, a, a, a, a
 	d.Durability, n.PrefillKeys, c.CacheBytes = "durable", 100000, 1<<30
-	for _, b := range []MatrixRun{d, n, c} {
+	k.ValueKind, z.Compression, v.ValueThreshold = "text", "good", 1024
+	for _, b := range []MatrixRun{d, n, c, k, z, v} {
 		if a.Dir() == b.Dir() {
 			t.Errorf("%+v and %+v share %s", a, b, a.Dir())
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -34,6 +35,11 @@ type CaseKey struct {
 	Durability   string
 	Distribution string
 	CacheBytes   int64 // the cache budget (0 in rows without the column)
+	// ValueKind, Compression and ValueThreshold as the rows give them
+	// (rows without the columns: random, none, DefaultValueThreshold).
+	ValueKind      string
+	Compression    string
+	ValueThreshold int
 }
 
 func (k CaseKey) String() string {
@@ -48,15 +54,35 @@ func (k CaseKey) Group() string {
 	if k.CacheBytes != 0 {
 		g += " c" + sizeTag(k.CacheBytes)
 	}
+	// The defaults (random values, no compression, separation at 8 KiB)
+	// are left out, so older rows and the standard cases read as before.
+	if k.ValueKind != "" && k.ValueKind != "random" {
+		g += " " + k.ValueKind
+	}
+	if k.Compression != "" && k.Compression != "none" {
+		g += " " + k.Compression
+	}
+	if k.ValueThreshold != 0 && k.ValueThreshold != DefaultValueThreshold {
+		g += " vt" + strconv.Itoa(k.ValueThreshold)
+	}
 	return g
 }
+
+// DefaultValueThreshold is the --value-threshold default of kvbench run
+// and matrix.
+const DefaultValueThreshold = 8192
 
 // Label is the short label used on the chart's x axis (within one group).
 func (k CaseKey) Label() string { return fmt.Sprintf("%s/t%d", k.Workload, k.Threads) }
 
 func keyOf(r *Result) CaseKey {
+	// Rows written before the value columns ran with the defaults.
+	vt := r.ValueThreshold
+	if vt == 0 {
+		vt = DefaultValueThreshold
+	}
 	return CaseKey{r.WorkloadID, r.Threads, r.KeySize, r.ValueSize, r.PrefillKeys, r.ReadPath, r.Durability,
-		r.Distribution, r.CacheBytes}
+		r.Distribution, r.CacheBytes, orDefault(r.ValueKind, "random"), orDefault(r.Compression, "none"), vt}
 }
 
 // oneGroup reports whether every key has the same Group: the short

@@ -279,3 +279,39 @@ func TestChartP99LogScale(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAggregateSeparatesValueCases: rows that differ only in value kind,
+// compression or value threshold are separate cases, named in their group;
+// the defaults (and rows written before the columns) add nothing.
+func TestAggregateSeparatesValueCases(t *testing.T) {
+	var rows []Result
+	for _, e := range []string{"bwkv", "pebble"} {
+		r := row(e, "W4", 2, 100, 10)
+		r.ValueKind, r.Compression, r.ValueThreshold = "random", "none", DefaultValueThreshold
+		old := row(e, "W4", 2, 100, 10) // no value columns: the same case
+		k, z, v := r, r, r
+		k.ValueKind = "text"
+		z.ValueKind, z.Compression = "text", "good"
+		v.ValueThreshold = 1024
+		rows = append(rows, r, old, k, z, v)
+	}
+	agg := Aggregate(rows, DefaultReportOptions())
+	groups := map[string]int{}
+	for k, m := range agg {
+		groups[k.Group()] = m["bwkv"].N
+	}
+	want := map[string]int{
+		"32/1024 n200000 snapshot relaxed":           2,
+		"32/1024 n200000 snapshot relaxed text":      1,
+		"32/1024 n200000 snapshot relaxed text good": 1,
+		"32/1024 n200000 snapshot relaxed vt1024":    1,
+	}
+	if len(groups) != len(want) {
+		t.Fatalf("groups %v, want %v", groups, want)
+	}
+	for g, n := range want {
+		if groups[g] != n {
+			t.Errorf("group %q: %d bwkv rows, want %d (all: %v)", g, groups[g], n, groups)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func DefaultRunOptions() RunOptions {
 	return RunOptions{
 		Threads: 1, KeySize: 16, ValueSize: 1024, ValueKind: string(ValueRandom), Iterations: 10000, ScanLen: 100,
 		ZipfTheta: 0.99, ReadPath: "snapshot", Durability: "relaxed",
-		CacheBytes: 256 << 20, ValueThreshold: 8192,
+		CacheBytes: 256 << 20, ValueThreshold: DefaultValueThreshold,
 	}
 }
 

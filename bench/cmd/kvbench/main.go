@@ -178,7 +178,7 @@ func parseMatrix(args []string) (bench.MatrixOptions, reportConfig, string, erro
 	fs.StringVar(&o.ResultFile, "result-file", "matrix_results.csv", "CSV file the rows are appended to")
 	fs.StringVar(&o.OutDir, "out", "kvbench-report", "directory for report.md and chart.png")
 	fs.Int64Var(&o.CacheBytes, "cache-bytes", 256<<20, "cache budget of every engine (with --suite: of the cases that do not pin their own)")
-	fs.IntVar(&o.ValueThresh, "value-threshold", 8192, "value-separation threshold")
+	fs.IntVar(&o.ValueThresh, "value-threshold", bench.DefaultValueThreshold, "value-separation threshold (a suite case may set its own)")
 	fs.BoolVar(&o.Progress, "progress", bench.ProgressAuto(), "progress bar on stderr")
 	ro := reportFlags(fs)
 	if err := fs.Parse(args); err != nil {
