@@ -83,10 +83,11 @@ func (b *blobs) page(pid uint64, frames []*delta.Frame) {
 	}
 }
 
-// durable returns the blobs page pid's durable chain references, sorted by
-// VersionID when there are more than blobScan (nil if the page has none or its chain cannot be read: then
-// every value is written again, which is only wasteful). The slice is the
-// checkpoint's scratch, valid until the next call.
+// durable returns the blobs page pid's durable chain references, sorted
+// by VersionID when there are more than blobScan (nil if the page has
+// none or its chain cannot be read: then every value is written again,
+// which is only wasteful). The slice is the checkpoint's scratch, valid
+// until the next call.
 func (b *blobs) durable(pid uint64) []gc.Blob {
 	if b.e.Ledger == nil {
 		return nil
@@ -116,8 +117,8 @@ func (b *blobs) durable(pid uint64) []gc.Blob {
 // (durable) and searched.
 const blobScan = 64
 
-// reuse returns the address of a blob in durable (from durable) holding the
-// version id with a value of length n and CRC crc, or 0.
+// reuse returns the address of the blob in durable (as durable returns
+// it) that holds version id with a value of length n and CRC crc, or 0.
 func reuse(durable []gc.Blob, id uint64, n, crc uint32) uint64 {
 	j := 0
 	if len(durable) > blobScan {
