@@ -38,8 +38,8 @@
 // passed it gets a second chance.
 //
 // A page in steady use (found referenced by two passes in a row, not
-// just loaded and read once) whose delta chain reached a third of ChainMax
-// gets more than that: the evictor consolidates it (tree.Tree.Shorten, reported by
+// just loaded and read once) whose delta chain reached a third of ChainMax,
+// or holds a quarter of a leaf's bytes, gets more than that: the evictor consolidates it (tree.Tree.Shorten, reported by
 // Evict as EvictLongChain). The chain's superseded versions are memory the
 // budget pays for and every read of the page walks: on a read-mostly data
 // set slightly larger than the budget, consolidating them is what lets it
