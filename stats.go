@@ -135,8 +135,9 @@ type CacheStats struct {
 	Compactions uint64
 	// Shortened counts resident leaves the evictor consolidated instead
 	// of evicting them: in steady use (read before each of its last two
-	// passes) with a chain at least a third of DeltaChainMax long (their
-	// superseded versions freed).
+	// passes) with a chain at least a third of DeltaChainMax long or
+	// holding a quarter of a leaf's bytes (their superseded versions
+	// freed).
 	Shortened uint64
 }
 
