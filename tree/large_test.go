@@ -193,3 +193,39 @@ func TestShortenHeavy(t *testing.T) {
 		})
 	}
 }
+
+// oneOpen is a retention under which txid 1 has retired and txid 2 is in
+// flight (not committed, not rolled back), with no reader registered.
+type oneOpen struct{}
+
+func (oneOpen) Low() uint64                             { return 2 }
+func (oneOpen) CommitTS(uint64) (uint64, bool)          { return 0, false }
+func (oneOpen) Readers(dst []uint64) ([]uint64, uint64) { return dst[:0], ^uint64(0) }
+func (oneOpen) RolledBack(uint64) bool                  { return false }
+
+// TestChainHeavyBeforeDelta: a heavy chain is consolidated before the
+// writer's own delta, not with it, so the base does not keep the version
+// that uncommitted delta supersedes: once it commits, the page holds
+// one superseded value at most, and only in its chain, where the next
+// consolidation (a write, the evictor, the idle settle) drops it.
+func TestChainHeavyBeforeDelta(t *testing.T) {
+	env := Env{Retention: oneOpen{}, Gens: generation.NewManager(1, 0)}
+	tr := New(Config{SplitEntries: 128, ChainMax: 12, SplitBytes: 32 << 10}, env, pagetable.New[node.Page](RootPID+1))
+	k := []byte("key")
+	write := func(i int, txid uint64) {
+		v := bytes.Repeat([]byte{byte(i)}, 16<<10)
+		if err := tr.Write(k, func(*node.Page) (*delta.Delta, error) { return delta.New(k, v, txid, uint32(i+1), 0), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0, 1)
+	write(1, 1) // two 16 KiB deltas: the chain is heavy
+	write(2, 2) // in flight
+	p := tr.pt.Load(RootPID)
+	if p.Len != 1 || p.Head == nil || p.Head.TxID != 2 {
+		t.Fatalf("chain of %d deltas: want the in-flight delta alone above a new base", p.Len)
+	}
+	if p.Base.Len() != 1 || p.Base.ValueAt(0)[0] != 1 {
+		t.Fatalf("base holds %d versions (first value %d), want only the newest retired one (1)", p.Base.Len(), p.Base.ValueAt(0)[0])
+	}
+}

@@ -112,12 +112,28 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 			slot.Mu.Unlock()
 			return nil, false, err
 		}
-		d.Addr = t.env.Gens.NextAddr()
-		np := p.Prepend(d)
 		var sp *split
 		underfull := false
 		frames := 1
-		if np.Stub == nil && (np.Len > t.cfg.ChainMax || t.chainHeavy(np)) {
+		cur := p
+		heavy := p.Stub == nil && p.Len > 0 && t.chainHeavy(p)
+		if heavy {
+			// Consolidate the chain before the new delta, not with it:
+			// d's txn has not committed, so a base holding d would also
+			// keep the version d supersedes, and a base with no chain
+			// above it is not consolidated again until the page's next
+			// write. Built without d, the base keeps what the chain's
+			// retention says, and the version d supersedes leaves at
+			// the next consolidation after d commits (a write, the
+			// evictor's Shorten, the idle settle's Squash). The base
+			// takes its address before d: a chain's addresses descend.
+			if nb, uf, ok := t.rebase(pid, p); ok {
+				cur, underfull, frames, heavy = nb, uf, 2, false
+			}
+		}
+		d.Addr = t.env.Gens.NextAddr()
+		np := cur.Prepend(d)
+		if np.Stub == nil && (np.Len > t.cfg.ChainMax || heavy) {
 			np, sp, underfull = t.consolidate(pid, np)
 			frames = 2 // the delta and the base that absorbed it
 		}
@@ -174,9 +190,25 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 // chainHeavy reports whether a leaf's chain holds more bytes than a leaf
 // may (splitBytes): with large values a chain of ChainMax deltas holds
 // several leaves' worth of superseded values, memory the cache counts
-// and that pushes other pages out. Consolidating by bytes as well keeps
-// a page's memory within about twice its leaf bound. O(1).
+// and that pushes other pages out. The writer then consolidates the chain
+// before adding its delta (rebase), which keeps a page's memory within
+// about twice its leaf bound plus one value. O(1).
 func (t *Tree) chainHeavy(p *node.Page) bool {
 	sb := t.splitBytes()
 	return sb > 0 && p.Bytes()-p.Base.Bytes() > sb
+}
+
+// rebase builds a new base for a locked leaf from its base and chain,
+// for the writer about to add a delta to a heavy chain (chainHeavy). ok is
+// false, and nothing is built, when the contents would split: the writer
+// then consolidates with its delta as usual (consolidate splits).
+func (t *Tree) rebase(pid pagetable.PID, p *node.Page) (np *node.Page, underfull, ok bool) {
+	c := p.Collect(t.env.Retention)
+	if t.tooBig(c) {
+		return nil, false, false
+	}
+	t.consolidations.Add(1)
+	b := p.Base
+	nb := t.addr(c.Build(0, c.Keys(), b.Low, b.High, b.Sibling))
+	return &node.Page{Base: nb}, t.underfull(c) && pid != RootPID, true
 }
