@@ -76,9 +76,10 @@ func (t *Tree) Shorten(pid pagetable.PID) error {
 
 // readLong reports whether a leaf in steady use should be shortened: its
 // chain is Config.ReadChain long, or its deltas hold a quarter of a
-// leaf's bytes (splitBytes/4: with values of several KiB one or two
-// superseded versions, which double the memory a read-mostly page takes
-// and so the cache a data set needs). O(1).
+// leaf's bytes (Config.SplitBytes/4, whether or not the tree is large:
+// with values of several KiB one or two superseded versions, which double
+// the memory a read-mostly page takes and so the cache a data set needs;
+// a chain of small values waits for ReadChain). O(1).
 func (t *Tree) readLong(p *node.Page) bool {
 	if t.cfg.ReadChain <= 0 || p.Len == 0 {
 		return false
@@ -86,7 +87,7 @@ func (t *Tree) readLong(p *node.Page) bool {
 	if p.Len >= t.cfg.ReadChain {
 		return true
 	}
-	sb := t.splitBytes()
+	sb := t.cfg.SplitBytes
 	return sb > 0 && p.Bytes()-p.Base.Bytes() >= sb/4
 }
 

@@ -146,6 +146,21 @@ func TestChainHeavy(t *testing.T) {
 	if maxLen != 12 {
 		t.Fatalf("chains of small values reached %d deltas, want ChainMax 12", maxLen)
 	}
+	// A large tree's smaller leaves (SmallSplitBytes) do not shrink the
+	// chain bound: 24 deltas of 1 KiB (~29 KiB) wait for ChainMax.
+	tr = New(Config{SplitEntries: 128, ChainMax: 24, SplitBytes: sb, SmallSplitBytes: 8 << 10}, env, pagetable.New[node.Page](RootPID+1))
+	tr.SetLarge(true)
+	maxLen = 0
+	for i := range 30 {
+		v := bytes.Repeat([]byte{byte(i)}, 1<<10)
+		if err := tr.Write(k, func(*node.Page) (*delta.Delta, error) { return delta.New(k, v, 1, uint32(i+1), 0), nil }); err != nil {
+			t.Fatal(err)
+		}
+		maxLen = max(maxLen, tr.pt.Load(RootPID).Len)
+	}
+	if maxLen != 24 {
+		t.Fatalf("a large tree's chains of 1 KiB values reached %d deltas, want ChainMax 24", maxLen)
+	}
 }
 
 // TestShortenHeavy: the evictor's Shorten consolidates a leaf in steady

@@ -188,13 +188,16 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 }
 
 // chainHeavy reports whether a leaf's chain holds more bytes than a leaf
-// may (splitBytes): with large values a chain of ChainMax deltas holds
-// several leaves' worth of superseded values, memory the cache counts
-// and that pushes other pages out. The writer then consolidates the chain
-// before adding its delta (rebase), which keeps a page's memory within
-// about twice its leaf bound plus one value. O(1).
+// may (Config.SplitBytes): with large values a chain of ChainMax deltas
+// holds several leaves' worth of superseded values, memory the cache
+// counts and that pushes other pages out. The writer then consolidates
+// the chain before adding its delta (rebase), which keeps a page's memory
+// within about twice its leaf bound plus one value. The bound is
+// SplitBytes even while the tree is large (SetLarge): the smaller leaves
+// there make misses cheaper, and a chain of small values should still
+// wait for ChainMax. O(1).
 func (t *Tree) chainHeavy(p *node.Page) bool {
-	sb := t.splitBytes()
+	sb := t.cfg.SplitBytes
 	return sb > 0 && p.Bytes()-p.Base.Bytes() > sb
 }
 
