@@ -34,11 +34,11 @@ func TestMatrixFlagsSuite(t *testing.T) {
 	if err != nil || suite != "full" {
 		t.Fatal(err, suite)
 	}
-	if len(o.Cases) != 4 || o.MeasureSecs != 5 || o.WarmupSecs != 1 || o.Repeats != 1 {
+	if len(o.Cases) != 9 || o.MeasureSecs != 5 || o.WarmupSecs != 1 || o.Repeats != 1 {
 		t.Fatalf("options %+v", o)
 	}
-	if n := len(o.Plan()); n != 132 {
-		t.Fatalf("--suite full with 4 engines, 1 repeat: %d runs, want 132", n)
+	if n := len(o.Plan()); n != 248 {
+		t.Fatalf("--suite full with 4 engines, 1 repeat: %d runs, want 62 cases x 4 = 248", n)
 	}
 }
 
