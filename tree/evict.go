@@ -61,7 +61,8 @@ func (t *Tree) Rebase(pid pagetable.PID) error {
 
 // Shorten consolidates leaf pid if it is resident in full with a chain at
 // least Config.ReadChain long or holding a quarter of a leaf's bytes
-// (readLong; a stub is left alone: Compact handles its chain). For the evictor, on a page in steady use (EvictLongChain):
+// (readLong; a stub is left alone: Compact handles its chain). For the
+// evictor, on a page in steady use (EvictLongChain):
 // ChainMax suits a page written as often as it is read, where a
 // consolidation per few writes would cost more than the walks it saves; on
 // a page read many times per write the chain's superseded values take
