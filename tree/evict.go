@@ -89,7 +89,7 @@ func (t *Tree) readLong(p *node.Page) bool {
 		return true
 	}
 	sb := t.cfg.SplitBytes
-	return sb > 0 && p.Bytes()-p.Base.Bytes() >= sb/4
+	return sb > 0 && chainBytes(p) >= sb/4
 }
 
 // compact consolidates leaf pid when a stub's chain (memory and disk)

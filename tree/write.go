@@ -127,7 +127,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 			// the next consolidation after d commits (a write, the
 			// evictor's Shorten, the idle settle's Squash). The base
 			// takes its address before d: a chain's addresses descend.
-			if nb, uf, ok := t.rebase(pid, p); ok {
+			if nb, uf, ok := t.consolidateBefore(pid, p); ok {
 				cur, underfull, frames, heavy = nb, uf, 2, false
 			}
 		}
@@ -166,8 +166,8 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 	b := p.Base
 	n := c.Keys()
 	if !t.tooBig(c) {
-		nb := t.addr(c.Build(0, n, b.Low, b.High, b.Sibling))
-		return &node.Page{Base: nb}, nil, t.underfull(c) && pid != RootPID
+		np, underfull := t.unsplit(pid, p, c)
+		return np, nil, underfull
 	}
 	k, sep := c.SplitKey()
 	if pid == RootPID {
@@ -191,27 +191,38 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 // may (Config.SplitBytes): with large values a chain of ChainMax deltas
 // holds several leaves' worth of superseded values, memory the cache
 // counts and that pushes other pages out. The writer then consolidates
-// the chain before adding its delta (rebase), which keeps a page's memory
+// the chain before adding its delta (consolidateBefore), which keeps a page's memory
 // within about twice its leaf bound plus one value. The bound is
 // SplitBytes even while the tree is large (SetLarge): the smaller leaves
 // there make misses cheaper, and a chain of small values should still
 // wait for ChainMax. O(1).
 func (t *Tree) chainHeavy(p *node.Page) bool {
 	sb := t.cfg.SplitBytes
-	return sb > 0 && p.Bytes()-p.Base.Bytes() > sb
+	return sb > 0 && chainBytes(p) > sb
 }
 
-// rebase builds a new base for a locked leaf from its base and chain,
-// for the writer about to add a delta to a heavy chain (chainHeavy). ok is
-// false, and nothing is built, when the contents would split: the writer
-// then consolidates with its delta as usual (consolidate splits).
-func (t *Tree) rebase(pid pagetable.PID, p *node.Page) (np *node.Page, underfull, ok bool) {
+// chainBytes is the memory of p's chain: its state's bytes less its base's.
+func chainBytes(p *node.Page) int { return p.Bytes() - p.Base.Bytes() }
+
+// consolidateBefore builds a new base for a locked leaf from its base and
+// chain, for the writer about to add a delta to a heavy chain
+// (chainHeavy). ok is false, and nothing is built, when the contents
+// would split: the writer then consolidates with its delta as usual
+// (consolidate splits).
+func (t *Tree) consolidateBefore(pid pagetable.PID, p *node.Page) (np *node.Page, underfull, ok bool) {
 	c := p.Collect(t.env.Retention)
 	if t.tooBig(c) {
 		return nil, false, false
 	}
 	t.consolidations.Add(1)
+	np, underfull = t.unsplit(pid, p, c)
+	return np, underfull, true
+}
+
+// unsplit builds the new base of leaf pid (state p) from its collected
+// contents c, which need no split, and reports whether it is underfull.
+func (t *Tree) unsplit(pid pagetable.PID, p *node.Page, c *node.Contents) (*node.Page, bool) {
 	b := p.Base
 	nb := t.addr(c.Build(0, c.Keys(), b.Low, b.High, b.Sibling))
-	return &node.Page{Base: nb}, t.underfull(c) && pid != RootPID, true
+	return &node.Page{Base: nb}, t.underfull(c) && pid != RootPID
 }
