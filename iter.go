@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"iter"
-	"sort"
 	"sync"
 
 	"github.com/bwkv/bwkv/delta"
@@ -143,6 +142,11 @@ type Iter struct {
 	pageLow, pageHigh []byte
 	pageHasHigh       bool
 	sibling           uint64
+	// cutLo (cutHi) says the leaf's range was cut at a seek key above its
+	// low fence (below its high fence): the leaf may hold visible keys
+	// below (above) the range, so leaving the range that way reloads the
+	// same leaf before moving on to the next one.
+	cutLo, cutHi bool
 
 	valid  bool
 	err    error
@@ -250,20 +254,21 @@ func (it *Iter) load(p *node.Page, from, to []byte, fwd bool) {
 	it.live.AssertOpen("Iter read")
 	it.ownerLive.AssertOpen("Iter read through its Snapshot or Txn")
 	b := p.Base
-	lo := from
-	if it.lo != nil && (lo == nil || bytes.Compare(it.lo, lo) > 0) {
-		lo = it.lo
+	lo, cutLo := from, from != nil
+	if it.lo != nil && (lo == nil || bytes.Compare(it.lo, lo) >= 0) {
+		lo, cutLo = it.lo, false
 	}
-	if len(b.Low) > 0 && (lo == nil || bytes.Compare(b.Low, lo) > 0) {
-		lo = b.Low
+	if len(b.Low) > 0 && (lo == nil || bytes.Compare(b.Low, lo) >= 0) {
+		lo, cutLo = b.Low, false
 	}
-	hi := to
-	if it.hi != nil && (hi == nil || bytes.Compare(it.hi, hi) < 0) {
-		hi = it.hi
+	hi, cutHi := to, to != nil
+	if it.hi != nil && (hi == nil || bytes.Compare(it.hi, hi) <= 0) {
+		hi, cutHi = it.hi, false
 	}
-	if b.High != nil && (hi == nil || bytes.Compare(b.High, hi) < 0) {
-		hi = b.High
+	if b.High != nil && (hi == nil || bytes.Compare(b.High, hi) <= 0) {
+		hi, cutHi = b.High, false
 	}
+	it.cutLo, it.cutHi = cutLo, cutHi
 	clear(it.ents) // drop references to the previous leaf
 	it.ents = it.ents[:0]
 	clear(it.ovs)
@@ -360,12 +365,38 @@ func (it *Iter) settle() bool {
 	}
 }
 
-// unmerge turns a merged leaf into a materialized one positioned at the
-// same key, so the iterator can move backward.
-func (it *Iter) unmerge() {
-	k := it.Key() // immutable page memory
-	it.load(it.page, nil, nil, false)
-	it.pos = sort.Search(len(it.ents), func(i int) bool { return bytes.Compare(it.ents[i].key, k) >= 0 })
+// below reloads the current leaf as the range of its keys below k and
+// positions at the last visible one, reporting whether there is one. It
+// turns a merged leaf (walked forward only) into one the iterator can
+// move back in, and uncovers the keys a seek's cut left out.
+func (it *Iter) below(k []byte) bool {
+	it.load(it.page, nil, k, false)
+	it.pos = it.end - 1
+	return it.skipBack()
+}
+
+// above reloads the current leaf as the range of its keys above k and
+// positions at the first visible one, reporting whether there is one.
+func (it *Iter) above(k []byte) bool {
+	it.load(it.page, k, nil, true)
+	it.pos = it.start
+	if !it.skipFwd() {
+		return false
+	}
+	if !bytes.Equal(it.Key(), k) {
+		return true
+	}
+	it.step()
+	return it.skipFwd()
+}
+
+// step moves past the current candidate, forward.
+func (it *Iter) step() {
+	if it.onOv {
+		it.oi++
+	} else {
+		it.pos++
+	}
 }
 
 // skipBack is skipFwd backward.
@@ -489,12 +520,12 @@ func (it *Iter) Next() bool {
 	if !it.ok() || !it.valid {
 		return false
 	}
-	if it.onOv {
-		it.oi++
-	} else {
-		it.pos++
+	cut, k := it.cutHi, []byte(nil)
+	if cut {
+		k = it.Key() // immutable page memory
 	}
-	if it.skipFwd() {
+	it.step()
+	if it.skipFwd() || cut && it.above(k) {
 		return true
 	}
 	if !it.pageHasHigh {
@@ -509,11 +540,18 @@ func (it *Iter) Prev() bool {
 		return false
 	}
 	if it.merged {
-		it.unmerge()
-	}
-	it.pos--
-	if it.skipBack() {
-		return true
+		if it.below(it.Key()) {
+			return true
+		}
+	} else {
+		cut, k := it.cutLo, []byte(nil)
+		if cut {
+			k = it.Key() // immutable page memory
+		}
+		it.pos--
+		if it.skipBack() || cut && it.below(k) {
+			return true
+		}
 	}
 	if len(it.pageLow) == 0 {
 		return it.invalidate()

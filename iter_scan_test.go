@@ -215,7 +215,44 @@ func checkScan(t *testing.T, what string, r bwkv.Reader, want map[string]string)
 	if ok || it.Error() != nil {
 		t.Fatalf("%s zigzag: past the end valid %v, err %v", what, ok, it.Error())
 	}
+	checkTurns(t, what, it, keys)
 	return inPlace, merged
+}
+
+// checkTurns checks a turn right after a seek, at every key and between
+// keys: a seek loads a leaf from the seek key on (SeekGE) or below it
+// (SeekLT), and the turn must still find the keys of that leaf the seek
+// left out.
+func checkTurns(t *testing.T, what string, it *bwkv.Iter, keys []string) {
+	t.Helper()
+	at := func(i int) string {
+		if i < 0 || i >= len(keys) {
+			return "(none)"
+		}
+		return keys[i]
+	}
+	expect := func(op string, ok bool, i int) {
+		t.Helper()
+		if want := i >= 0 && i < len(keys); ok != want || ok && string(it.Key()) != keys[i] {
+			t.Fatalf("%s: %s = %v %q, want %q", what, op, ok, it.Key(), at(i))
+		}
+	}
+	for i, k := range keys {
+		// At the key: SeekGE lands on it, SeekLT on the one before.
+		// (A turn needs a position: an exhausted iterator stays so.)
+		expect("SeekGE("+k+")", it.SeekGE([]byte(k)), i)
+		expect("SeekGE("+k+")+Prev", it.Prev(), i-1)
+		if expect("SeekLT("+k+")", it.SeekLT([]byte(k)), i-1); i > 0 {
+			expect("SeekLT("+k+")+Next", it.Next(), i)
+		}
+		// Just past the key: no key lies between.
+		past := []byte(k + "\x00")
+		if expect("SeekGE("+k+"+0)", it.SeekGE(past), i+1); i+1 < len(keys) {
+			expect("SeekGE("+k+"+0)+Prev", it.Prev(), i)
+		}
+		expect("SeekLT("+k+"+0)", it.SeekLT(past), i)
+		expect("SeekLT("+k+"+0)+Next", it.Next(), i+1)
+	}
 }
 
 // The in-place walk of plain leaves stays correct next to versions in
@@ -387,6 +424,19 @@ func TestScanSiblingCrossingUnderSplitsAndMerges(t *testing.T) {
 			k := it.Key()
 			if prev != nil && bytes.Compare(prev, k) >= 0 {
 				t.Fatalf("round %d: key %q after %q", r, k, prev)
+			}
+			if r%2 == 1 && prev != nil {
+				// Odd rounds turn back at every key: a leaf reached
+				// across a concurrent merge starts mid-leaf, and the
+				// turn must still find the key just left.
+				at := string(k)
+				if !it.Prev() || !bytes.Equal(it.Key(), prev) {
+					t.Fatalf("round %d: Prev from %q = %q, want %q", r, at, it.Key(), prev)
+				}
+				if !it.Next() || string(it.Key()) != at {
+					t.Fatalf("round %d: Next back from %q = %q, want %q", r, prev, it.Key(), at)
+				}
+				k = it.Key()
 			}
 			prev = append(prev[:0], k...)
 			if string(it.Value()) == "stable" {

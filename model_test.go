@@ -195,11 +195,11 @@ func (m *model) checkScan(name string, newIter func(*bwkv.IterOptions) (*bwkv.It
 			got = append(got, string(it.Key()))
 		}
 		slices.Reverse(got)
-	case 2: // SeekGE then a few Next, then a Prev
+	case 2: // SeekGE, up to five Next, then a Prev
 		sk := m.key()
 		i, _ := slices.BinarySearch(want, string(sk))
 		ok := it.SeekGE(sk)
-		for n := 0; n < 5; n++ {
+		for n, steps := 0, m.rng.IntN(6); ; n++ {
 			if i >= len(want) {
 				if ok {
 					m.fail("%s SeekGE(%q)+%d at %q, want end", name, sk, n, it.Key())
@@ -209,21 +209,26 @@ func (m *model) checkScan(name string, newIter func(*bwkv.IterOptions) (*bwkv.It
 			if !ok || string(it.Key()) != want[i] {
 				m.fail("%s SeekGE(%q)+%d = %v %q, want %q", name, sk, n, ok, it.Key(), want[i])
 			}
+			if n == steps {
+				break
+			}
 			ok = it.Next()
 			i++
 		}
-		if ok {
-			if it.Prev(); string(it.Key()) != want[i-1] {
-				m.fail("%s Prev after Next = %q, want %q", name, it.Key(), want[i-1])
+		if ok = it.Prev(); i == 0 {
+			if ok {
+				m.fail("%s Prev from the first key %q = %q, want start", name, want[0], it.Key())
 			}
+		} else if !ok || string(it.Key()) != want[i-1] {
+			m.fail("%s Prev after SeekGE(%q) and Next = %v %q, want %q", name, sk, ok, it.Key(), want[i-1])
 		}
 		return
-	case 3: // SeekLT then Prev
+	case 3: // SeekLT, up to five Prev, then a Next
 		sk := m.key()
 		i, _ := slices.BinarySearch(want, string(sk))
 		i--
 		ok := it.SeekLT(sk)
-		for n := 0; n < 5; n++ {
+		for n, steps := 0, m.rng.IntN(6); ; n++ {
 			if i < 0 {
 				if ok {
 					m.fail("%s SeekLT(%q)-%d at %q, want start", name, sk, n, it.Key())
@@ -233,8 +238,18 @@ func (m *model) checkScan(name string, newIter func(*bwkv.IterOptions) (*bwkv.It
 			if !ok || string(it.Key()) != want[i] {
 				m.fail("%s SeekLT(%q)-%d = %v %q, want %q", name, sk, n, ok, it.Key(), want[i])
 			}
+			if n == steps {
+				break
+			}
 			ok = it.Prev()
 			i--
+		}
+		if ok = it.Next(); i == len(want)-1 {
+			if ok {
+				m.fail("%s Next from the last key %q = %q, want end", name, want[i], it.Key())
+			}
+		} else if !ok || string(it.Key()) != want[i+1] {
+			m.fail("%s Next after SeekLT(%q) and Prev = %v %q, want %q", name, sk, ok, it.Key(), want[i+1])
 		}
 		return
 	}
