@@ -158,8 +158,11 @@ func TestStealUndo(t *testing.T) {
 // publish: every acknowledged commit is present.
 func TestINVC2(t *testing.T) {
 	seeds := envInt("BWKV_INVC2_SEEDS", 8)
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		seeds = 2
+	case raceEnabled && os.Getenv("BWKV_INVC2_SEEDS") == "":
+		seeds = 4
 	}
 	for seed := 1; seed <= seeds; seed++ {
 		fs := vfs.NewMem()

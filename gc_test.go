@@ -322,7 +322,7 @@ func testGCPowerLoss(t *testing.T, gcMemOpts func(vfs.FS) *bwkv.Options) {
 	case raceEnabled:
 		// The detector makes each reopen several times slower; the full
 		// sweep runs without it (prod_test.sh).
-		stride = max(1, total/120)
+		stride = max(1, total/60)
 	}
 	checked := 0
 	for k := int64(1); k <= total; k += stride {

@@ -366,7 +366,7 @@ func TestScanPlainLeavesWithVersionsInFlight(t *testing.T) {
 // while a writer splits and merges the leaves under them: keys that no
 // one touches are all seen, once each, in order, by every snapshot scan.
 func TestScanSiblingCrossingUnderSplitsAndMerges(t *testing.T) {
-	rounds := 4000
+	rounds := scanSMORoundsDefault
 	if testing.Short() {
 		rounds = 800
 	}

@@ -500,6 +500,9 @@ func TestModel(t *testing.T) {
 	}
 	for _, set := range modelOptionSets {
 		t.Run(set.name, func(t *testing.T) {
+			// The sets run side by side: one seed keeps about one core
+			// busy, and each set has its own databases.
+			t.Parallel()
 			if *modelSeed != 0 {
 				runModel(t, *modelSeed, ops, set.o)
 				return
@@ -508,7 +511,7 @@ func TestModel(t *testing.T) {
 			if set.o.BlobThreshold > 0 && raceEnabled && *modelSeed == 0 && os.Getenv("BWKV_MODEL_SEEDS") == "" {
 				// The newest set keeps its race-run share small (the
 				// run without the detector has the full count).
-				n = min(n, 15)
+				n = min(n, 10)
 				if testing.Short() {
 					n = 6
 				}

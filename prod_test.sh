@@ -76,6 +76,10 @@ fast() {
   step kill9 env BWKV_CRASH_ROUNDS="${BWKV_CRASH_ROUNDS:-8}" \
     go test -tags invariants -count=1 -run '^(TestCrashKill9|TestRecoveryUndo|TestCrashDuringRecovery|TestStealUndo)$' .
   step powerloss go test -tags invariants -count=1 -short -run '^(TestPowerLoss|TestIOErrors|TestBadLog|TestINVC2|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
+  # The race run keeps few model seeds (the detector's cost); these run
+  # without it, with the invariants' checks on.
+  step model env BWKV_MODEL_SEEDS="${BWKV_MODEL_SEEDS:-60}" \
+    go test -tags invariants -count=1 -run '^TestModel$' .
 }
 
 stress() {

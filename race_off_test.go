@@ -20,3 +20,7 @@ const crashRoundsDefault = 50
 // the package's run without the race detector inside go test's default
 // 10-minute timeout on 2 cores (TestModel took 448 s of 615 s at 200).
 const modelSeedsDefault = 100
+
+// scanSMORoundsDefault is TestScanSiblingCrossingUnderSplitsAndMerges'
+// snapshot scans (BWKV_SCAN_SMO_ROUNDS overrides).
+const scanSMORoundsDefault = 4000

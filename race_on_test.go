@@ -19,7 +19,13 @@ const raceEnabled = true
 const crashRoundsDefault = 12
 
 // modelSeedsDefault is TestModel's seeds per option set (BWKV_MODEL_SEEDS
-// overrides); the detector makes each seed several times slower, and the
-// option sets grew to seven, so the race run takes fewer (prod_test.sh
-// stress runs thousands without it).
-const modelSeedsDefault = 80
+// overrides); the detector makes each seed three to four times slower and
+// there are seven option sets, so the race run takes a few (prod_test.sh
+// fast runs more without the detector, stress thousands). At 80 the model
+// alone took 316 s of the package's 1035 s here, and CI's slower machine
+// ran the package past its 20-minute timeout.
+const modelSeedsDefault = 30
+
+// scanSMORoundsDefault is TestScanSiblingCrossingUnderSplitsAndMerges'
+// snapshot scans (BWKV_SCAN_SMO_ROUNDS overrides).
+const scanSMORoundsDefault = 1000
