@@ -322,6 +322,9 @@ func ReleaseStripe(db *DB, key []byte)   { db.releaseStripe(stripeOf(key)) }
 func TakeStripe(db *DB, key []byte) bool { return db.takeStripe(stripeOf(key), nil) }
 func StripeSpins() int                   { return stripeSpins }
 
+// Pause is the backoff wait of Update and the one-op writes.
+func Pause(d time.Duration, done <-chan struct{}) bool { return pause(d, done) }
+
 // SetTestStripeSpinHook installs a function a hot-stripe taker calls
 // before each of its yields, with the yield's number (nil: none).
 func (db *DB) SetTestStripeSpinHook(f func(i int)) {

@@ -491,3 +491,28 @@ func TestStripeTakerYieldsBeforeBlocking(t *testing.T) {
 	}
 	bwkv.ReleaseStripe(nowait, key)
 }
+
+// Update's backoff waits its whole duration (yielding below a millisecond,
+// on a timer above) and ends early, reporting so, when its done channel
+// closes.
+func TestPause(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	for _, d := range []time.Duration{200 * time.Microsecond, 3 * time.Millisecond} {
+		start := time.Now()
+		if !bwkv.Pause(d, nil) {
+			t.Fatalf("Pause(%v) with no done channel reported an early end", d)
+		}
+		if got := time.Since(start); got < d {
+			t.Fatalf("Pause(%v) returned after %v", d, got)
+		}
+		if bwkv.Pause(d, closed) {
+			t.Fatalf("Pause(%v) with its done channel closed ran its course", d)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(d/4, cancel)
+		if bwkv.Pause(time.Hour, ctx.Done()) {
+			t.Fatal("Pause(1h) ran its course")
+		}
+	}
+}
