@@ -520,12 +520,27 @@ func (it *Iter) Next() bool {
 	if !it.ok() || !it.valid {
 		return false
 	}
-	cut, k := it.cutHi, []byte(nil)
-	if cut {
-		k = it.Key() // immutable page memory
+	if it.cutHi {
+		return it.nextPastCut()
 	}
 	it.step()
-	if it.skipFwd() || cut && it.above(k) {
+	if it.skipFwd() {
+		return true
+	}
+	if !it.pageHasHigh {
+		return it.invalidate()
+	}
+	return it.seekGE(it.pageHigh, true)
+}
+
+// nextPastCut is Next on a leaf whose range a seek cut below its high
+// fence: past the range's end it reloads the leaf above the current key
+// before going to the next leaf. (Kept out of Next, whose scan path
+// stays as short as it was.)
+func (it *Iter) nextPastCut() bool {
+	k := it.Key() // immutable page memory
+	it.step()
+	if it.skipFwd() || it.above(k) {
 		return true
 	}
 	if !it.pageHasHigh {
