@@ -144,8 +144,8 @@ type Iter struct {
 	sibling           uint64
 	// cutLo (cutHi) says the leaf's range was cut at a seek key above its
 	// low fence (below its high fence): the leaf may hold visible keys
-	// below (above) the range, so leaving the range that way reloads the
-	// same leaf before moving on to the next one.
+	// below (above) the range, so moving that way reloads the same leaf
+	// below (above) the current key.
 	cutLo, cutHi bool
 
 	valid  bool
@@ -521,27 +521,16 @@ func (it *Iter) Next() bool {
 		return false
 	}
 	if it.cutHi {
-		return it.nextPastCut()
-	}
-	it.step()
-	if it.skipFwd() {
-		return true
-	}
-	if !it.pageHasHigh {
-		return it.invalidate()
-	}
-	return it.seekGE(it.pageHigh, true)
-}
-
-// nextPastCut is Next on a leaf whose range a seek cut below its high
-// fence: past the range's end it reloads the leaf above the current key
-// before going to the next leaf. (Kept out of Next, whose scan path
-// stays as short as it was.)
-func (it *Iter) nextPastCut() bool {
-	k := it.Key() // immutable page memory
-	it.step()
-	if it.skipFwd() || it.above(k) {
-		return true
+		// The leaf may hold keys above the range a seek cut: reload it
+		// above the current key.
+		if it.above(it.Key()) {
+			return true
+		}
+	} else {
+		it.step()
+		if it.skipFwd() {
+			return true
+		}
 	}
 	if !it.pageHasHigh {
 		return it.invalidate()
@@ -554,17 +543,16 @@ func (it *Iter) Prev() bool {
 	if !it.ok() || !it.valid {
 		return false
 	}
-	if it.merged {
+	if it.merged || it.cutLo {
+		// A merged leaf is walked forward only, and a cut one may hold
+		// keys below the range a seek cut: reload it below the current
+		// key.
 		if it.below(it.Key()) {
 			return true
 		}
 	} else {
-		cut, k := it.cutLo, []byte(nil)
-		if cut {
-			k = it.Key() // immutable page memory
-		}
 		it.pos--
-		if it.skipBack() || cut && it.below(k) {
+		if it.skipBack() {
 			return true
 		}
 	}

@@ -191,8 +191,8 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split,
 // may (Config.SplitBytes): with large values a chain of ChainMax deltas
 // holds several leaves' worth of superseded values, memory the cache
 // counts and that pushes other pages out. The writer then consolidates
-// the chain before adding its delta (consolidateBefore), which keeps a page's memory
-// within about twice its leaf bound plus one value. The bound is
+// the chain before adding its delta (consolidateBefore), which keeps a
+// page's memory within about twice its leaf bound plus one value. The bound is
 // SplitBytes even while the tree is large (SetLarge): the smaller leaves
 // there make misses cheaper, and a chain of small values should still
 // wait for ChainMax. O(1).
