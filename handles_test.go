@@ -2,6 +2,7 @@ package bwkv_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -279,4 +280,89 @@ func TestOptionsInEffect(t *testing.T) {
 	if o := db.Options(); o.PageSplitEntries != 16 || o.LockTimeout != time.Second {
 		t.Fatalf("after reopen: PageSplitEntries %d LockTimeout %v, want 16 and the 1 s default", o.PageSplitEntries, o.LockTimeout)
 	}
+}
+
+// TestIterTurnsAtTheEnds: an iterator exhausted one way turns back: Prev
+// after it ran past the end is Last, Next after it ran before the start is
+// First (within the bounds, on a snapshot and in a transaction, over many
+// leaves); an iterator never positioned, or exhausted the same way, stays
+// exhausted.
+func TestIterTurnsAtTheEnds(t *testing.T) {
+	db := openTest(t, &bwkv.Options{PageSplitEntries: 4})
+	var keys []string
+	for i := 0; i < 40; i++ {
+		k := fmt.Sprintf("k%02d", i)
+		keys = append(keys, k)
+		mustPut(t, db, k, "v")
+	}
+	s, _ := db.NewSnapshot()
+	defer s.Close()
+	tx := mustBegin(t, db)
+	defer tx.Rollback()
+	mustPut(t, tx, "k40", "own write") // the txn's iterator sees it
+	at := func(it *bwkv.Iter, ok bool, want string, what string) {
+		t.Helper()
+		got := ""
+		if ok {
+			got = string(it.Key())
+		}
+		if got != want || it.Valid() != (want != "") {
+			t.Errorf("%s: at %q (valid %v), want %q", what, got, it.Valid(), want)
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		r             bwkv.Reader
+		o             *bwkv.IterOptions
+		first, last   string
+		below, beyond string // a seek key before the first key in bounds and one past the last
+	}{
+		{"snapshot", s, nil, "k00", "k39", "a", "z"},
+		{"txn", tx, nil, "k00", "k40", "a", "z"},
+		{"snapshot bounds", s, &bwkv.IterOptions{LowerBound: []byte("k05"), UpperBound: []byte("k31")}, "k05", "k30", "k01", "k35"},
+		{"txn prefix", tx, &bwkv.IterOptions{Prefix: []byte("k1")}, "k10", "k19", "k0", "k2"},
+	} {
+		it, err := tc.r.NewIter(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at(it, it.Next(), "", tc.name+": Next never positioned")
+		at(it, it.Prev(), "", tc.name+": Prev never positioned")
+		ok := it.First()
+		for ok {
+			ok = it.Next()
+		}
+		at(it, it.Next(), "", tc.name+": Next past the end")
+		at(it, it.Prev(), tc.last, tc.name+": Prev past the end")
+		ok = it.Last()
+		for ok {
+			ok = it.Prev()
+		}
+		at(it, it.Prev(), "", tc.name+": Prev before the start")
+		at(it, it.Next(), tc.first, tc.name+": Next before the start")
+		at(it, it.SeekGE([]byte(tc.beyond)), "", tc.name+": SeekGE past the last")
+		at(it, it.Prev(), tc.last, tc.name+": Prev after SeekGE past the last")
+		at(it, it.SeekLT([]byte(tc.below)), "", tc.name+": SeekLT before the first")
+		at(it, it.Next(), tc.first, tc.name+": Next after SeekLT before the first")
+		// A step off either end turns back, whichever way the iterator
+		// reached the last (first) key.
+		at(it, it.Last(), tc.last, tc.name+": Last")
+		at(it, it.Next(), "", tc.name+": Next after Last")
+		at(it, it.Prev(), tc.last, tc.name+": Prev after Last and Next")
+		at(it, it.First(), tc.first, tc.name+": First")
+		at(it, it.Prev(), "", tc.name+": Prev after First")
+		at(it, it.Next(), tc.first, tc.name+": Next after First and Prev")
+		// The turn is a position like any other: the scan goes on from it.
+		at(it, it.Next(), keys[slices.Index(keys, tc.first)+1], tc.name+": Next after the turn")
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An empty range: both turns find nothing.
+	it, _ := s.NewIter(&bwkv.IterOptions{Prefix: []byte("x")})
+	defer it.Close()
+	at(it, it.First(), "", "empty First")
+	at(it, it.Prev(), "", "empty Prev after First")
+	at(it, it.Last(), "", "empty Last")
+	at(it, it.Next(), "", "empty Next after Last")
 }

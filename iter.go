@@ -147,6 +147,11 @@ type Iter struct {
 	// below (above) the range, so moving that way reloads the same leaf
 	// below (above) the current key.
 	cutLo, cutHi bool
+	// off says which way the last move went (it matters once the
+	// iterator is exhausted): +1 forward (First, SeekGE, Next), -1
+	// backward. From past the end Prev is Last; from before the start
+	// Next is First.
+	off int8
 
 	valid  bool
 	err    error
@@ -413,6 +418,7 @@ func (it *Iter) skipBack() bool {
 // right says key is the high fence of the leaf just left, whose right
 // sibling is then tried before a descent from the root.
 func (it *Iter) seekGE(key []byte, right bool) bool {
+	it.off = 1
 	for {
 		if it.hi != nil && key != nil && bytes.Compare(key, it.hi) >= 0 {
 			return it.invalidate()
@@ -448,6 +454,7 @@ func (it *Iter) seekGE(key []byte, right bool) bool {
 
 // seekLT positions at the last visible key < key (key nil: the end).
 func (it *Iter) seekLT(key []byte) bool {
+	it.off = -1
 	for {
 		if it.lo != nil && key != nil && bytes.Compare(key, it.lo) <= 0 {
 			return it.invalidate()
@@ -515,9 +522,17 @@ func (it *Iter) SeekLT(k []byte) bool {
 	return it.seekLT(k)
 }
 
-// Next moves to the next key.
+// Next moves to the next key. An iterator exhausted backward (Prev, Last
+// or SeekLT found no key) moves to the first key in bounds; one exhausted
+// forward, or never positioned, stays exhausted.
 func (it *Iter) Next() bool {
-	if !it.ok() || !it.valid {
+	if !it.ok() {
+		return false
+	}
+	if !it.valid {
+		if it.off < 0 {
+			return it.seekGE(it.lo, false)
+		}
 		return false
 	}
 	if it.cutHi {
@@ -533,14 +548,23 @@ func (it *Iter) Next() bool {
 		}
 	}
 	if !it.pageHasHigh {
+		it.off = 1
 		return it.invalidate()
 	}
 	return it.seekGE(it.pageHigh, true)
 }
 
-// Prev moves to the previous key.
+// Prev moves to the previous key. An iterator exhausted forward (Next,
+// First or SeekGE found no key) moves to the last key in bounds; one
+// exhausted backward, or never positioned, stays exhausted.
 func (it *Iter) Prev() bool {
-	if !it.ok() || !it.valid {
+	if !it.ok() {
+		return false
+	}
+	if !it.valid {
+		if it.off > 0 {
+			return it.seekLT(it.hi)
+		}
 		return false
 	}
 	if it.merged || it.cutLo {
@@ -557,6 +581,7 @@ func (it *Iter) Prev() bool {
 		}
 	}
 	if len(it.pageLow) == 0 {
+		it.off = -1
 		return it.invalidate()
 	}
 	return it.seekLT(it.pageLow)
