@@ -204,6 +204,14 @@ func (m *model) checkScan(name string, newIter func(*bwkv.IterOptions) (*bwkv.It
 				if ok {
 					m.fail("%s SeekGE(%q)+%d at %q, want end", name, sk, n, it.Key())
 				}
+				// Past the end, Prev turns back to the last key.
+				if ok = it.Prev(); len(want) == 0 {
+					if ok {
+						m.fail("%s Prev past the end of nothing = %q, want start", name, it.Key())
+					}
+				} else if !ok || string(it.Key()) != want[len(want)-1] {
+					m.fail("%s Prev past the end after SeekGE(%q)+%d = %v %q, want %q", name, sk, n, ok, it.Key(), want[len(want)-1])
+				}
 				return
 			}
 			if !ok || string(it.Key()) != want[i] {
@@ -232,6 +240,14 @@ func (m *model) checkScan(name string, newIter func(*bwkv.IterOptions) (*bwkv.It
 			if i < 0 {
 				if ok {
 					m.fail("%s SeekLT(%q)-%d at %q, want start", name, sk, n, it.Key())
+				}
+				// Before the start, Next turns back to the first key.
+				if ok = it.Next(); len(want) == 0 {
+					if ok {
+						m.fail("%s Next before the start of nothing = %q, want end", name, it.Key())
+					}
+				} else if !ok || string(it.Key()) != want[0] {
+					m.fail("%s Next before the start after SeekLT(%q)-%d = %v %q, want %q", name, sk, n, ok, it.Key(), want[0])
 				}
 				return
 			}
