@@ -75,6 +75,10 @@ type DB struct {
 	man  *manifest.Manifest
 	// format holds the persisted format options in force.
 	format manifest.FormatOptions
+	// logBound: the log's records are bound to their LSN (format 3 and
+	// later; wal.Options.BindLSN), which lets the log reuse its retired
+	// segment files. A database of an older format keeps its log's layout.
+	logBound bool
 
 	files *pool.Files // open data files: bounded, reference counted (files.go)
 

@@ -62,5 +62,27 @@ func (db *DB) walOptions() wal.Options {
 		SegmentBytes:  db.opts.WALSegmentBytes,
 		Relaxed:       db.opts.Durability == DurabilityRelaxed,
 		FlushInterval: db.opts.FlushInterval,
+		BindLSN:       db.logBound,
+		Spares:        db.walSpares(),
 	}
+}
+
+// walSpareFiles is how many retired log segments a database that commits
+// with DurabilitySync keeps for reuse (wal.Options.Spares). A commit waits
+// for an fdatasync of the newest segment; in a reused file that flushes
+// the records alone, while the first write into a fallocated block also
+// journals the block's conversion from unwritten (ext4). Two spares cover
+// the segments a checkpoint retires at once in steady writing; each holds
+// a segment's worth of disk (WALSegmentBytes) while writes go on, and the
+// idle settle and Close delete them.
+const walSpareFiles = 2
+
+// walSpares returns wal.Options.Spares: walSpareFiles when commits fsync
+// and the log's format allows reuse, else 0 (relaxed commits do not wait
+// for the log's fsyncs, so a spare would only hold disk).
+func (db *DB) walSpares() int {
+	if !db.logBound || db.opts.Durability != DurabilitySync {
+		return 0
+	}
+	return walSpareFiles
 }

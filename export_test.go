@@ -89,6 +89,12 @@ func WithTestManifestRotateBytes(o *Options, n int64) *Options {
 	return withHooks(o, func(h *testHooks) { h.manifestRotateBytes = n })
 }
 
+// WithTestFormatVersion returns a copy of o with which a new database
+// records format version v (an older format's database).
+func WithTestFormatVersion(o *Options, v uint64) *Options {
+	return withHooks(o, func(h *testHooks) { h.formatVersion = v })
+}
+
 // WithTestGCVerify returns a copy of o with which the data-file GC
 // cross-checks its chains and live-byte accounting against the disk at
 // every rewrite (a mismatch is a background error). It is on anyway in

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv/internal/invariants"
+	"github.com/bwkv/bwkv/manifest"
 )
 
 // testHooks are the test knobs of one DB. They live on the DB, not in
@@ -40,6 +41,9 @@ type testHooks struct {
 	// noShorten stops the evictor consolidating the long chains of pages
 	// in use (tree.Config.ReadChain 0), for tests that build chains.
 	noShorten bool
+	// formatVersion, when not zero, is the format version a new database
+	// records instead of manifest.FormatVersion (tests of older formats).
+	formatVersion uint64
 
 	// cut, when set, runs between a cut and its publish.
 	cut atomic.Pointer[func()]
@@ -77,11 +81,21 @@ func (h *testHooks) init(from *testHooks) {
 	h.gcNoConsolidate = from.gcNoConsolidate
 	h.hotAfter = from.hotAfter
 	h.noShorten = from.noShorten
+	h.formatVersion = from.formatVersion
 	h.gcPaused.Store(from.gcPaused.Load())
 	h.frameRead.Store(from.frameRead.Load())
 	h.stripeSpin.Store(from.stripeSpin.Load())
 	h.cut.Store(from.cut.Load())
 	h.rollback.Store(from.rollback.Load())
+}
+
+// newFormat returns the format version a new database records: the
+// hook's if set, else manifest.FormatVersion.
+func (h *testHooks) newFormat() uint64 {
+	if h.formatVersion != 0 {
+		return h.formatVersion
+	}
+	return manifest.FormatVersion
 }
 
 // hotAfterOr returns the hot-page age to use: the hook's if set, else d.

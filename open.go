@@ -94,6 +94,11 @@ func (db *DB) applyStoredFormat(st *manifest.State) error {
 	o := &db.opts
 	db.format = manifest.FormatOptions{PageSplitEntries: o.PageSplitEntries, BlobThreshold: max(o.BlobThreshold, 0), MaxKeySize: o.MaxKeySize,
 		MaxValueSize: o.MaxValueSize, Compression: compressionName(o.Compression)}
+	version := st.FormatVersion
+	if version == 0 {
+		version = db.hooks.newFormat()
+	}
+	db.logBound = version >= manifest.LogBoundFormat
 	if st.FormatVersion != 0 {
 		stored := st.Options
 		c, ok := parseCompression(stored.Compression)
@@ -141,7 +146,7 @@ func (db *DB) firstWrites(st *manifest.State) error {
 		// with other values keeps the ones the data was written with.
 		if err := db.man.Commit(&manifest.Edit{
 			Has:           manifest.HasFormatVersion | manifest.HasOptions,
-			FormatVersion: manifest.FormatVersion,
+			FormatVersion: db.hooks.newFormat(),
 			Options:       db.format,
 		}); err != nil {
 			return db.openErr(err)

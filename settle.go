@@ -189,7 +189,11 @@ func (db *DB) rotateCovered() error {
 			}
 		}
 	}
-	// The active segment's preallocated zeros go too: an idle database
-	// keeps no preallocated log (the next write preallocates again).
+	// The active segment's preallocated zeros and the spare segment files
+	// go too: an idle database keeps no log beyond its records (the next
+	// write preallocates again, the next recycle keeps spares again).
+	if err := db.wal.DropSpares(); err != nil {
+		return err
+	}
 	return db.wal.TrimTail()
 }

@@ -37,6 +37,11 @@ type WALStats struct {
 	// of those waits (each at most half an fsync; docs/architecture.md).
 	Gathers    uint64
 	GatherWait time.Duration
+	// SegmentsReused counts the log segments started over a spare file
+	// (format 3 with DurabilitySync: docs/formats.md), Spares the spare
+	// files held now (at most 2; none once the database settles).
+	SegmentsReused uint64
+	Spares         int
 }
 
 // CheckpointStats describes checkpoints. Bytes is what data files
@@ -218,6 +223,8 @@ func (db *DB) Stats() Stats {
 			RecordsPerSync: ws.RecordsPerSync,
 			Gathers:        uint64(ws.Gathers),
 			GatherWait:     ws.GatherWait,
+			SegmentsReused: uint64(ws.ReusedSegments),
+			Spares:         ws.SpareSegments,
 		}
 	}
 	s.Txn = db.txnStats()
@@ -260,6 +267,7 @@ func (s Stats) Sub(prev Stats) Stats {
 	d.WAL.SyncLatency -= prev.WAL.SyncLatency
 	d.WAL.Gathers -= prev.WAL.Gathers
 	d.WAL.GatherWait -= prev.WAL.GatherWait
+	d.WAL.SegmentsReused -= prev.WAL.SegmentsReused
 	d.WAL.RecordsPerSync = 0
 	if d.WAL.Syncs > 0 {
 		d.WAL.RecordsPerSync = float64(d.WAL.Records) / float64(d.WAL.Syncs)
@@ -344,6 +352,7 @@ func (s Stats) String() string {
 	row("wal", "records/sync", fmt.Sprintf("%.1f", s.WAL.RecordsPerSync))
 	row("wal", "gathers", count(s.WAL.Gathers))
 	row("wal", "gather wait", s.WAL.GatherWait)
+	row("wal", "segments reused", count(s.WAL.SegmentsReused))
 	row("checkpoint", "count", s.Checkpoint.Count)
 	row("checkpoint", "bytes", bytesIEC(s.Checkpoint.Bytes))
 	row("checkpoint", "frames written", count(s.Checkpoint.FramesWritten))

@@ -6,8 +6,15 @@ import "github.com/bwkv/bwkv/internal/base"
 // An Edit may record it (HasFormatVersion); a larger recorded value makes
 // Open fail with base.ErrVersion. Version 2 added blob frames and blob
 // references (docs/formats.md); a version-1 database holds neither (its
-// stored BlobThreshold is 0) and is read as it is.
-const FormatVersion = 2
+// stored BlobThreshold is 0) and is read as it is. Version 3 binds each log
+// record to its LSN (the record's CRC covers it first), so the log can
+// reuse its retired segment files; a database of version 1 or 2 keeps
+// its log's layout.
+const FormatVersion = 3
+
+// LogBoundFormat is the first format version whose log binds each record
+// to its LSN (wal.Options.BindLSN).
+const LogBoundFormat = 3
 
 // Blob frames have logical addresses of their own (docs/formats.md): the
 // checkpoint that writes data file f gives its i-th blob the address

@@ -91,7 +91,7 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	start := time.Now()
 	var res Result
 	open := map[wal.TxID]*txn{}
-	ropts := wal.ReplayOptions{From: o.From, Frontier: o.Frontier, Synced: o.Synced, TruncateDamaged: o.TruncateDamaged}
+	ropts := wal.ReplayOptions{From: o.From, Frontier: o.Frontier, Synced: o.Synced, TruncateDamaged: o.TruncateDamaged, BindLSN: o.WAL.BindLSN}
 	rr, err := wal.ReplayWith(o.WAL.FS, o.WAL.Dir, ropts, func(lsn wal.LSN, r *wal.Record) error {
 		return analyzeRedo(o, ap, &res, open, lsn, r)
 	})

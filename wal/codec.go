@@ -57,10 +57,32 @@ func torn(err error) bool {
 	return err == errShort || err == errLength || err == errChecksum
 }
 
-// checksum computes the CRC of an encoded record (rec[:length]).
-func checksum(rec []byte) uint32 {
-	c := crc32.Update(0, castagnoli, rec[offLength:offCRC])
+// checksum computes the CRC of an encoded record (rec[:length]), starting
+// from seed: 0 for a log whose records are not bound to their position,
+// else the record's lsnSeed.
+func checksum(rec []byte, seed uint32) uint32 {
+	c := crc32.Update(seed, castagnoli, rec[offLength:offCRC])
 	return crc32.Update(c, castagnoli, rec[offType:])
+}
+
+// lsnSeed is the CRC-32C of lsn's eight little-endian bytes: the CRC of a
+// record bound to its position (Options.BindLSN) covers its LSN first, so
+// the record reads as valid only at the LSN it was written at. A stale
+// record left in a reused segment file sits at another LSN and fails its
+// check like any torn write. O(1).
+func lsnSeed(lsn LSN) uint32 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(lsn))
+	return crc32.Update(0, castagnoli, b[:])
+}
+
+// seedAt returns the CRC seed of the record at lsn: lsnSeed(lsn) if bind,
+// else 0.
+func seedAt(lsn LSN, bind bool) uint32 {
+	if bind {
+		return lsnSeed(lsn)
+	}
+	return 0
 }
 
 func uvarintLen(v uint64) int {
@@ -103,11 +125,18 @@ func EncodedSize(r *Record) int {
 // be valid and EncodedSize(r) at most MaxRecordBytes, or the result will not
 // decode; Writer.Append checks both.
 func AppendEncode(dst []byte, r *Record) []byte {
-	return appendEncode(dst, r, EncodedSize(r))
+	return appendEncode(dst, r, EncodedSize(r), 0)
 }
 
-// appendEncode is AppendEncode with the size already computed.
-func appendEncode(dst []byte, r *Record, size int) []byte {
+// AppendEncodeAt is AppendEncode for a log whose records are bound to their
+// LSN (Options.BindLSN): the record reads back only with DecodeAt(b, lsn).
+func AppendEncodeAt(dst []byte, r *Record, lsn LSN) []byte {
+	return appendEncode(dst, r, EncodedSize(r), lsnSeed(lsn))
+}
+
+// appendEncode is AppendEncode with the size and the CRC seed already
+// computed.
+func appendEncode(dst []byte, r *Record, size int, seed uint32) []byte {
 	start := len(dst)
 	dst = slices.Grow(dst, size)
 	var flags byte
@@ -143,7 +172,7 @@ func appendEncode(dst []byte, r *Record, size int) []byte {
 	}
 	rec := dst[start:]
 	binary.LittleEndian.PutUint32(rec[offLength:], uint32(len(rec)))
-	binary.LittleEndian.PutUint32(rec[offCRC:], checksum(rec))
+	binary.LittleEndian.PutUint32(rec[offCRC:], checksum(rec, seed))
 	return dst
 }
 
@@ -159,7 +188,15 @@ func appendField(dst, b []byte) []byte {
 //
 // The returned record's Key, Value and OldValue alias b (capped, so
 // appending to them never overwrites b): copy them if b will be reused.
-func Decode(b []byte) (r Record, n int, err error) {
+func Decode(b []byte) (r Record, n int, err error) { return decode(b, 0) }
+
+// DecodeAt is Decode for a log whose records are bound to their LSN
+// (Options.BindLSN): the record at the start of b must have been written
+// at lsn, or its CRC does not match.
+func DecodeAt(b []byte, lsn LSN) (r Record, n int, err error) { return decode(b, lsnSeed(lsn)) }
+
+// decode is Decode with the CRC seed (seedAt).
+func decode(b []byte, seed uint32) (r Record, n int, err error) {
 	if len(b) < headerSize {
 		return Record{}, 0, errShort
 	}
@@ -171,7 +208,7 @@ func Decode(b []byte) (r Record, n int, err error) {
 		return Record{}, 0, errShort
 	}
 	rec := b[:length]
-	if binary.LittleEndian.Uint32(rec[offCRC:]) != checksum(rec) {
+	if binary.LittleEndian.Uint32(rec[offCRC:]) != checksum(rec, seed) {
 		return Record{}, 0, errChecksum
 	}
 	r, err = decodePayload(rec)

@@ -16,6 +16,29 @@ type walRun struct {
 	acked    wal.LSN       // every record below was reported durable by Sync
 	from     wal.LSN       // the replay start a manifest would hold (Recycle's bound)
 	onAck    func(*walRun) // called when acked or from advance
+	mode     logMode
+}
+
+// logMode is how a crash test's log is laid out: plain (format 2) or with
+// records bound to their LSN and retired segments reused (Options.BindLSN,
+// Options.Spares: format 3).
+type logMode struct {
+	bind   bool
+	spares int
+}
+
+func (m logMode) String() string {
+	if m.bind {
+		return fmt.Sprintf("bound,spares=%d", m.spares)
+	}
+	return "plain"
+}
+
+// logModes are the layouts every crash test runs with.
+var logModes = []logMode{{}, {bind: true, spares: 2}}
+
+func (m logMode) options(fs vfs.FS, dir string) wal.Options {
+	return wal.Options{FS: fs, Dir: dir, SegmentBytes: wal.MinSegmentBytes, BindLSN: m.bind, Spares: m.spares}
 }
 
 // runWorkload writes transactions of 1-4 records, syncing each, and
@@ -23,8 +46,7 @@ type walRun struct {
 // operation happens inside one of its calls. It stops at the first error,
 // which it returns.
 func runWorkload(fs vfs.FS, rng *rand.Rand, n int, run *walRun, dir string) error {
-	o := wal.Options{FS: fs, Dir: dir, SegmentBytes: wal.MinSegmentBytes}
-	w, err := wal.Open(o, 0)
+	w, err := wal.Open(run.mode.options(fs, dir), 0)
 	if err != nil {
 		return err
 	}
@@ -71,7 +93,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, dir, what string) {
 	}
 	// The frontier is the acknowledged LSN: every byte below was fsynced,
 	// which is what the manifest's frontier promises.
-	got, res, err := replayAll(t, fs, dir, run.from, run.acked)
+	got, res, err := replayBound(t, fs, dir, run.from, run.acked, run.mode.bind)
 	if err != nil {
 		fail("replay from %d, frontier %d: %v", run.from, run.acked, err)
 	}
@@ -87,8 +109,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, dir, what string) {
 		fail("acknowledged record at %d lost (log ends at %d, acked %d)", want[len(got)].lsn, res.End, run.acked)
 	}
 
-	o := wal.Options{FS: fs, Dir: dir, SegmentBytes: wal.MinSegmentBytes}
-	w, err := wal.Open(o, res.End)
+	w, err := wal.Open(run.mode.options(fs, dir), res.End)
 	if err != nil {
 		fail("Open at %d: %v", res.End, err)
 	}
@@ -100,7 +121,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, dir, what string) {
 	if err := w.Close(); err != nil {
 		fail("Close after recovery: %v", err)
 	}
-	again, res2, err := replayAll(t, fs, dir, run.from, lsn+1)
+	again, res2, err := replayBound(t, fs, dir, run.from, lsn+1, run.mode.bind)
 	if err != nil {
 		fail("replay after recovery: %v", err)
 	}
@@ -114,9 +135,15 @@ func checkRecovered(t *testing.T, fs vfs.FS, run walRun, dir, what string) {
 // every operation of a workload (no, half and all unsynced data kept, torn
 // last writes) and checks each clone recovers (docs/crash-safety.md, layer 5).
 func TestPowerLoss(t *testing.T) {
+	for _, m := range logModes {
+		t.Run(m.String(), func(t *testing.T) { testPowerLoss(t, m) })
+	}
+}
+
+func testPowerLoss(t *testing.T, m logMode) {
 	rng := newRand(t)
 	mem := vfs.NewMem()
-	var run walRun
+	run := walRun{mode: m}
 	type crash struct {
 		fs  *vfs.MemFS
 		run walRun
@@ -152,11 +179,17 @@ func TestPowerLoss(t *testing.T) {
 // wrapping the fault, the writer stays failed, nothing acknowledged is lost
 // and the log reopens.
 func TestIOErrors(t *testing.T) {
+	for _, m := range logModes {
+		t.Run(m.String(), func(t *testing.T) { testIOErrors(t, m) })
+	}
+}
+
+func testIOErrors(t *testing.T, m logMode) {
 	seed := newRand(t).Uint64()
 	var total int64
 	{
 		inj := vfs.NewInjector(vfs.NewMem())
-		var run walRun
+		run := walRun{mode: m}
 		if err := runWorkload(inj, rand.New(rand.NewPCG(seed, 0)), 150, &run, "/db/wal"); err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +200,7 @@ func TestIOErrors(t *testing.T) {
 			mem := vfs.NewMem()
 			inj := vfs.NewInjector(mem)
 			inj.SetFailAt(i, kind)
-			var run walRun
+			run := walRun{mode: m}
 			err := runWorkload(inj, rand.New(rand.NewPCG(seed, 0)), 150, &run, "/db/wal")
 			what := fmt.Sprintf("%v at op %d", kind, i)
 			if err == nil || !errors.Is(err, vfs.ErrInjected) {

@@ -53,7 +53,16 @@
 // always has a durable directory entry. Recycle deletes segments wholly
 // below an LSN (never the newest, never past the durable LSN), oldest first,
 // then fsyncs the directory; a crash in between leaves only segments the
-// reader ignores.
+// reader ignores. With Options.Spares it keeps some of them as spare files
+// that rotations write over (spare.go); that needs Options.BindLSN.
+//
+// # Records bound to their LSN
+//
+// With Options.BindLSN (format 3) a record's CRC starts from the CRC of
+// its LSN (codec.go: lsnSeed), so it reads as valid only at the LSN it was
+// written at. Replay and the torn-tail scan check each record at its own
+// LSN (ReplayOptions.BindLSN). A writer and its readers must agree on the
+// setting: the database derives it from its manifest's format version.
 //
 // # Group commit
 //

@@ -254,9 +254,12 @@ func (w *Writer) rotateLocked(b bound) error {
 		return w.setFailed(fmt.Errorf("wal: close %s: %w", old, err))
 	}
 	path := segmentPath(w.dir, b.lsn)
-	f, err := w.fs.Create(path)
+	f, reused, err := w.newSegment(path)
 	if err != nil {
 		return w.setFailed(fmt.Errorf("wal: create %s: %w", path, err))
+	}
+	if reused {
+		w.stats.reused.Add(1)
 	}
 	w.file, w.fileStart, w.trimmed = f, b.lsn, false
 	err = vfs.Preallocate(f, w.segBytes)

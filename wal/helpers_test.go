@@ -324,8 +324,16 @@ func appendRandom(t testing.TB, w *wal.Writer, rng *rand.Rand, n int) []logged {
 // replayAll replays the log and returns copies of its records.
 func replayAll(t testing.TB, fs vfs.FS, dir string, from, frontier wal.LSN) ([]logged, wal.ReplayResult, error) {
 	t.Helper()
+	return replayBound(t, fs, dir, from, frontier, false)
+}
+
+// replayBound is replayAll for a log whose records are bound to their LSN
+// if bind (Options.BindLSN).
+func replayBound(t testing.TB, fs vfs.FS, dir string, from, frontier wal.LSN, bind bool) ([]logged, wal.ReplayResult, error) {
+	t.Helper()
 	var got []logged
-	res, err := wal.Replay(fs, dir, from, frontier, func(lsn wal.LSN, r *wal.Record) error {
+	o := wal.ReplayOptions{From: from, Frontier: frontier, BindLSN: bind}
+	res, err := wal.ReplayWith(fs, dir, o, func(lsn wal.LSN, r *wal.Record) error {
 		c := *r
 		c.Key, c.Value, c.OldValue = bytes.Clone(r.Key), bytes.Clone(r.Value), bytes.Clone(r.OldValue)
 		got = append(got, logged{lsn, c})

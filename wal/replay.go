@@ -54,6 +54,9 @@ type ReplayOptions struct {
 	// ReplayResult.Damage. The caller then discards the rest
 	// (DiscardAfter) before it continues the log.
 	TruncateDamaged bool
+	// BindLSN: the log's records are bound to their LSN (Options.BindLSN),
+	// so each is checked against the LSN it is read at.
+	BindLSN bool
 }
 
 // readChunk is how much of a segment the reader fetches at a time.
@@ -95,7 +98,7 @@ func ReplayWith(fs vfs.FS, dir string, o ReplayOptions, fn func(lsn LSN, r *Reco
 		return ReplayResult{}, err
 	}
 	res := ReplayResult{Segments: segs, End: from}
-	r := replayer{fs: fs, dir: dir, frontier: frontier, synced: o.Synced, fn: fn, res: &res}
+	r := replayer{fs: fs, dir: dir, frontier: frontier, synced: o.Synced, bind: o.BindLSN, fn: fn, res: &res}
 	damaged := func(c *base.CorruptionError) (ReplayResult, error) { return r.damaged(c, o.TruncateDamaged, segs) }
 	// The first segment to read is the last one starting at or below from
 	// (-1: none); the ones before it end at or below from.
@@ -211,6 +214,7 @@ type replayer struct {
 	dir string
 	// Every byte below either was fsynced before the manifest recorded it.
 	frontier, synced LSN
+	bind             bool // ReplayOptions.BindLSN
 	fn               func(LSN, *Record) error
 	res              *ReplayResult
 	buf              []byte // read window, reused across segments
@@ -237,12 +241,12 @@ func (r *replayer) segment(seg, start LSN, last bool) error {
 		r.res.End = seg + LSN(size)
 		return nil
 	}
-	w := window{f: f, size: size, buf: r.buf[:0], path: path}
+	w := window{f: f, size: size, buf: r.buf[:0], path: path, bind: r.bind}
 	defer func() { r.buf = w.buf }()
 	for off < size {
 		b, err := w.record(off)
 		if err == nil {
-			r.rec, _, err = Decode(b)
+			r.rec, _, err = decode(b, seedAt(seg+LSN(off), r.bind))
 		}
 		if err != nil {
 			var rerr *readError
@@ -309,6 +313,7 @@ type window struct {
 	path string
 	buf  []byte // the file's bytes [off, off+len(buf))
 	off  int64
+	bind bool // the records are bound to their LSN (ReplayOptions.BindLSN)
 }
 
 // record returns the bytes of the record claimed at off: exactly its

@@ -19,8 +19,9 @@ import "encoding/binary"
 //   - its length is plausible and fits the segment, its type and flags are
 //     defined, its txid is not zero and its prevLSN is below l (a record
 //     names an older record of its transaction; a begin names none);
-//   - its CRC-32C matches and its payload decodes strictly (canonical
-//     varints, no trailing bytes);
+//   - its CRC-32C matches (with BindLSN, at l: a stale record of a reused
+//     segment file, written at another LSN, does not) and its payload
+//     decodes strictly (canonical varints, no trailing bytes);
 //   - it is confirmed: it ends exactly at the end of the segment, or where
 //     only zeroes follow, or where another record passing the first two
 //     tests starts.
@@ -55,7 +56,7 @@ func (w *window) resyncCandidate(off int64, lsn LSN) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	if _, _, err := Decode(b); err != nil {
+	if _, _, err := decode(b, seedAt(lsn, w.bind)); err != nil {
 		return 0, false, nil
 	}
 	return n, true, nil

@@ -14,7 +14,9 @@ type Stats struct {
 	SyncedRecords    int64         // records those fsyncs made durable
 	RecordsPerSync   float64       // SyncedRecords / Syncs
 	Rotations        int64         // segments started after the first
-	RecycledSegments int64         // segments deleted by Recycle
+	RecycledSegments int64         // segments deleted by Recycle or kept as spares
+	ReusedSegments   int64         // rotations that reused a spare file (Options.Spares)
+	SpareSegments    int           // spare files kept now
 	Gathers          int64         // Sync leaders that waited for joined writers (gather.go)
 	GatherWait       time.Duration // total time those leaders waited
 	Head             LSN           // just past the last appended record
@@ -28,6 +30,7 @@ type counters struct {
 	syncedRecords atomic.Int64
 	rotations     atomic.Int64
 	recycled      atomic.Int64
+	reused        atomic.Int64
 }
 
 // Stats returns a snapshot of the writer's counters.
@@ -44,11 +47,15 @@ func (w *Writer) Stats() Stats {
 		SyncedRecords:    w.stats.syncedRecords.Load(),
 		Rotations:        w.stats.rotations.Load(),
 		RecycledSegments: w.stats.recycled.Load(),
+		ReusedSegments:   w.stats.reused.Load(),
 		Gathers:          w.gather.gathers.Load(),
 		GatherWait:       time.Duration(w.gather.gatherNanos.Load()),
 		Head:             head,
 		Durable:          w.DurableLSN(),
 	}
+	w.spareMu.Lock()
+	s.SpareSegments = len(w.spareFiles)
+	w.spareMu.Unlock()
 	if s.Syncs > 0 {
 		s.RecordsPerSync = float64(s.SyncedRecords) / float64(s.Syncs)
 	}

@@ -60,7 +60,24 @@ type Options struct {
 	// still works and is the caller's flush point.
 	Relaxed       bool
 	FlushInterval time.Duration
+	// BindLSN binds every record to its position: its CRC covers its LSN
+	// first (codec.go), so a record reads back only at the LSN it was
+	// written at. Replay must be told the same (ReplayOptions.BindLSN).
+	BindLSN bool
+	// Spares is how many retired segment files Recycle keeps, renamed
+	// to spare names, for rotations to reuse (at most MaxSpares; 0: it
+	// deletes them). A reused file's blocks are already written, so a
+	// commit's fdatasync there commits no extent conversion of fallocated
+	// blocks (on ext4 the first write into one journals it). Its stale
+	// records stay behind the new ones until they are overwritten, so
+	// Spares needs BindLSN: a stale record then fails its CRC where it
+	// lies and reads as the end of the log, never as a record.
+	Spares int
 }
+
+// MaxSpares bounds Options.Spares: each spare is a segment's worth of
+// disk the log holds beyond its live segments.
+const MaxSpares = 8
 
 // validate fills in defaults and reports every bad field at once.
 func (o *Options) validate() error {
@@ -83,6 +100,12 @@ func (o *Options) validate() error {
 	if o.FlushInterval < 0 {
 		errs = append(errs, fmt.Errorf("wal: Options.FlushInterval %v is negative", o.FlushInterval))
 	}
+	if o.Spares < 0 || o.Spares > MaxSpares {
+		errs = append(errs, fmt.Errorf("wal: Options.Spares %d is outside [0, %d]", o.Spares, MaxSpares))
+	}
+	if o.Spares > 0 && !o.BindLSN {
+		errs = append(errs, errors.New("wal: Options.Spares needs BindLSN (a reused file's stale records would read as valid)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -101,6 +124,13 @@ type Writer struct {
 	fs       vfs.FS
 	dir      string
 	segBytes int64
+	bind     bool // Options.BindLSN
+	// spareMu guards spareFiles, the spare files' paths (at most maxSpares),
+	// oldest first. Taken after recycleMu or writeMu and fsyncMu, and
+	// never with another lock after it.
+	spareMu    sync.Mutex
+	spareFiles []string
+	maxSpares  int
 
 	mu       sync.Mutex // the append mutex
 	buf      []byte     // mu: encoded records [bufStart, head) not yet taken by a flusher
@@ -176,7 +206,12 @@ func Open(o Options, at LSN) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	spares, err := openSpares(o)
+	if err != nil {
+		return nil, err
+	}
 	w := &Writer{fs: o.FS, dir: o.Dir, segBytes: o.SegmentBytes, startLSN: at,
+		bind: o.BindLSN, maxSpares: o.Spares, spareFiles: spares,
 		// Sized so a steady stream fits without growing the buffers.
 		buf:   make([]byte, 0, 2*softFlushBytes),
 		spare: make([]byte, 0, 2*softFlushBytes),
@@ -322,7 +357,7 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 		w.bounds = append(w.bounds, bound{lsn: lsn, records: w.records})
 		w.segLen = 0
 	}
-	w.buf = appendEncode(w.buf, r, size)
+	w.buf = appendEncode(w.buf, r, size, seedAt(lsn, w.bind))
 	w.segLen += int64(size)
 	w.records++
 	w.head.Store(uint64(lsn) + uint64(size))
@@ -388,8 +423,9 @@ func (w *Writer) setFailed(err error) error {
 }
 
 // Recycle deletes the segments that lie wholly below below, oldest first,
-// then fsyncs the directory. Only bytes already durable are eligible, and
-// the newest segment is never deleted.
+// or keeps them as spares (Options.Spares, spare.go), then fsyncs the
+// directory. Only bytes already durable are eligible, and the newest
+// segment is never deleted.
 func (w *Writer) Recycle(below LSN) error {
 	w.recycleMu.Lock()
 	defer w.recycleMu.Unlock()
@@ -410,13 +446,8 @@ func (w *Writer) Recycle(below LSN) error {
 	// iff its successor starts at or below it.
 	n := 0
 	for n+1 < len(segs) && segs[n+1] <= below {
-		path := segmentPath(w.dir, segs[n])
-		err := failpoints.Hit(failpoints.WALRecycle)
-		if err == nil {
-			err = w.fs.Remove(path)
-		}
-		if err != nil {
-			return fmt.Errorf("wal: recycle %s: %w", path, err)
+		if err := w.retire(segs[n]); err != nil {
+			return err
 		}
 		w.stats.recycled.Add(1)
 		n++
@@ -463,6 +494,9 @@ func (w *Writer) Close() error {
 			err = fmt.Errorf("wal: close %s: %w", segmentPath(w.dir, w.fileStart), cerr)
 		}
 		w.file = nil
+	}
+	if err == nil {
+		err = w.DropSpares()
 	}
 	return err
 }

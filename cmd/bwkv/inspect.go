@@ -112,6 +112,19 @@ func flatten(err error) []error {
 	return []error{err}
 }
 
+// logBound reports whether the database in dir binds its log records to
+// their LSN: format 3 and later, or a database whose manifest records no
+// format yet (a new one). An unreadable manifest reads as the newest
+// format; the replay then reports what it finds.
+func logBound(dir string) bool {
+	m, st, err := manifest.Open(vfs.Default(), dir, false)
+	if err != nil {
+		return true
+	}
+	m.Close()
+	return st.FormatVersion == 0 || st.FormatVersion >= manifest.LogBoundFormat
+}
+
 func walCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "wal",
@@ -141,7 +154,8 @@ func walCmd() *cobra.Command {
 			}
 			fmt.Fprintf(w, "%-12s %-8s %-7s %-5s %-12s %-8s %-8s %s\n", "LSN", "TXID", "TYPE", "SEQ", "PREV", "VALUE", "OLD", "KEY")
 			n := 0
-			res, err := wal.Replay(fsys, dir, segs[0], segs[0], func(lsn wal.LSN, r *wal.Record) error {
+			ro := wal.ReplayOptions{From: segs[0], Frontier: segs[0], BindLSN: logBound(a[0])}
+			res, err := wal.ReplayWith(fsys, dir, ro, func(lsn wal.LSN, r *wal.Record) error {
 				n++
 				val, old := "-", "-"
 				switch r.Type {

@@ -1,0 +1,154 @@
+package bwkv_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/vfs"
+)
+
+// logSpares returns the spare segment files in dir's log directory.
+func logSpares(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(dir + "/wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".spare") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// writeRounds commits rounds x 20 puts (500-byte values over 60 keys,
+// DurabilitySync) over 8 KiB log segments with a checkpoint after each
+// round, so segments rotate and retire, and returns the last value of
+// each key. It checks that the log never holds more than two spares.
+func writeRounds(t *testing.T, db *bwkv.DB, fs vfs.FS, rounds int) map[string]string {
+	t.Helper()
+	want := map[string]string{}
+	for r := range rounds {
+		for i := range 20 {
+			k := fmt.Sprintf("key%03d", (r*20+i)%60)
+			v := fmt.Sprintf("%s-round%d-%s", k, r, strings.Repeat("v", 480))
+			if err := db.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(logSpares(t, fs, "/db")); n > 2 {
+			t.Fatalf("round %d: %d spare log segments, at most 2 expected", r, n)
+		}
+	}
+	return want
+}
+
+func checkValues(t *testing.T, db *bwkv.DB, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		got, err := db.Get([]byte(k))
+		if err != nil || string(got) != v {
+			t.Fatalf("Get(%s) = %.20q, %v; want %.20q", k, got, err, v)
+		}
+	}
+}
+
+// TestLogReusesSpareSegments: a database that commits with DurabilitySync
+// starts its log segments over retired ones (format 3), holds at most two
+// spares, loses nothing on a power loss with a reused segment newest, and
+// keeps no spare after Close; relaxed commits keep none at all.
+func TestLogReusesSpareSegments(t *testing.T) {
+	mem := vfs.NewMem()
+	o := &bwkv.Options{FS: mem, MaxKeySize: 64, MaxValueSize: 1 << 10, WALSegmentBytes: 8 << 10}
+	db, err := bwkv.Open("/db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := writeRounds(t, db, mem, 30)
+	st := db.Stats()
+	if st.WAL.SegmentsReused == 0 {
+		t.Fatalf("no log segment reused in 30 rounds (stats %+v)", st.WAL)
+	}
+	if st.WAL.Spares != len(logSpares(t, mem, "/db")) {
+		t.Fatalf("Stats.WAL.Spares %d, %d spare files", st.WAL.Spares, len(logSpares(t, mem, "/db")))
+	}
+	// Power loss: only what was synced survives. Every put was acknowledged
+	// after its commit's fsync, in a segment that may be a reused file.
+	for _, keep := range []float64{0, 1} {
+		crashed := mem.CrashClone(vfs.CrashOptions{KeepUnsynced: keep, TornLastWrite: keep == 1})
+		co := *o
+		co.FS = crashed
+		db2, err := bwkv.Open("/db", &co)
+		if err != nil {
+			t.Fatalf("reopen after a power loss (keep %v): %v", keep, err)
+		}
+		checkValues(t, db2, want)
+		more := writeRounds(t, db2, crashed, 5)
+		checkValues(t, db2, more)
+		if err := db2.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := logSpares(t, mem, "/db"); len(n) != 0 {
+		t.Fatalf("spares left after Close: %v", n)
+	}
+
+	relaxed := vfs.NewMem()
+	ro := *o
+	ro.FS, ro.Durability = relaxed, bwkv.DurabilityRelaxed
+	db, err = bwkv.Open("/db", &ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	writeRounds(t, db, relaxed, 10)
+	if st := db.Stats(); st.WAL.SegmentsReused != 0 || len(logSpares(t, relaxed, "/db")) != 0 {
+		t.Fatalf("relaxed commits: %d segments reused, spares %v", st.WAL.SegmentsReused, logSpares(t, relaxed, "/db"))
+	}
+}
+
+// TestLogFormat2KeepsItsLayout: a database created with format 2 keeps
+// its log's layout (records without their LSN in the CRC, no spares) when
+// this code opens it, across a power loss and reopens.
+func TestLogFormat2KeepsItsLayout(t *testing.T) {
+	mem := vfs.NewMem()
+	o := &bwkv.Options{FS: mem, MaxKeySize: 64, MaxValueSize: 1 << 10, WALSegmentBytes: 8 << 10}
+	db, err := bwkv.Open("/db", bwkv.WithTestFormatVersion(o, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := writeRounds(t, db, mem, 10)
+	if st := db.Stats(); st.WAL.SegmentsReused != 0 || len(logSpares(t, mem, "/db")) != 0 {
+		t.Fatalf("format 2: %d segments reused, spares %v", st.WAL.SegmentsReused, logSpares(t, mem, "/db"))
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{KeepUnsynced: 1})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	co := *o
+	co.FS = crashed
+	db, err = bwkv.Open("/db", &co) // no hook: the stored version rules
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	checkValues(t, db, want)
+	for k, v := range writeRounds(t, db, crashed, 10) {
+		want[k] = v
+	}
+	checkValues(t, db, want)
+	if st := db.Stats(); st.WAL.SegmentsReused != 0 || len(logSpares(t, crashed, "/db")) != 0 {
+		t.Fatalf("format 2 reopened: %d segments reused, spares %v", st.WAL.SegmentsReused, logSpares(t, crashed, "/db"))
+	}
+}
