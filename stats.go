@@ -38,7 +38,7 @@ type WALStats struct {
 	Gathers    uint64
 	GatherWait time.Duration
 	// SegmentsReused counts the log segments started over a spare file
-	// (format 3 with DurabilitySync: docs/formats.md), Spares the spare
+	// (format 3: docs/formats.md), Spares the spare
 	// files held now (at most 2; none once the database settles).
 	SegmentsReused uint64
 	Spares         int
