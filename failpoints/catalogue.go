@@ -79,11 +79,15 @@ const (
 	// CLRs (a rollback's and recovery's) are written without their
 	// undo-next pointer.
 	MutCLRNoUndoNext = "mutant_clr_no_undo_next"
+	// Log records are not bound to their LSN (their CRC leaves it out)
+	// while retired segments are still reused: a reused segment's stale
+	// records read as records again.
+	MutWALUnboundRecords = "mutant_wal_unbound_records"
 )
 
 // Mutants lists every mutant point, for prod_test.sh mutants.
 var Mutants = []string{
 	MutCommitNotDurable, MutCheckpointNoWALSync, MutCheckpointNoDataSync,
 	MutCheckpointDropPage, MutJunkNotRecorded, MutGCDeleteBeforeRemap,
-	MutRecoveryNoUndo, MutCLRNoUndoNext,
+	MutRecoveryNoUndo, MutCLRNoUndoNext, MutWALUnboundRecords,
 }

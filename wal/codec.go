@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"math"
 	"slices"
+
+	"github.com/bwkv/bwkv/failpoints"
 )
 
 // Record header layout (little endian). The CRC covers every byte of the
@@ -79,7 +81,7 @@ func lsnSeed(lsn LSN) uint32 {
 // seedAt returns the CRC seed of the record at lsn: lsnSeed(lsn) if bind,
 // else 0.
 func seedAt(lsn LSN, bind bool) uint32 {
-	if bind {
+	if bind && !failpoints.Skip(failpoints.MutWALUnboundRecords) {
 		return lsnSeed(lsn)
 	}
 	return 0
