@@ -65,7 +65,10 @@ type CheckpointStats struct {
 	FramesPlain uint64
 }
 
-// RecoveryStats describes the last Open's recovery.
+// RecoveryStats describes the last Open's recovery. TornBytes counts the
+// bytes after the log's last valid record that the open cut off: a torn
+// write, or, when the newest segment was a reused spare (format 3), the
+// spare's old records behind the new ones too (up to a segment's worth).
 type RecoveryStats struct {
 	RecordsReplayed, LosersUndone, CLRsWritten, TornBytes uint64
 	Duration                                              time.Duration
