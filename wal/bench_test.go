@@ -185,7 +185,7 @@ func BenchmarkReplaySpareTail(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	appendUntil(wal.DefaultSegmentBytes + 1) // fills segment 0, starts segment 1
+	appendUntil(wal.DefaultSegmentBytes + 1)    // fills segment 0, starts segment 1
 	if err := w.Recycle(w.Head()); err != nil { // segment 0 becomes the spare
 		b.Fatal(err)
 	}
