@@ -150,3 +150,29 @@ func TestTypeString(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecBoundToLSN: a record encoded at an LSN (format 3) decodes at
+// that LSN only, and never as an unbound record, nor the reverse.
+func TestCodecBoundToLSN(t *testing.T) {
+	rng := newRand(t)
+	for i := range 200 {
+		r := genRecord(rng, i)
+		lsn := wal.LSN(rng.Uint64N(1 << 40))
+		b := wal.AppendEncodeAt(nil, &r, lsn)
+		got, n, err := wal.DecodeAt(b, lsn)
+		if err != nil || n != len(b) || !sameRecord(&got, &r) {
+			t.Fatalf("record %d at %d: decoded %s, %d, %v", i, lsn, fmtRecord(&got), n, err)
+		}
+		for _, other := range []wal.LSN{lsn + 1, lsn - 1, lsn + wal.DefaultSegmentBytes, lsn ^ 1<<33} {
+			if _, _, err := wal.DecodeAt(b, other); err == nil {
+				t.Fatalf("record %d written at %d decodes at %d", i, lsn, other)
+			}
+		}
+		if _, _, err := wal.Decode(b); err == nil {
+			t.Fatalf("record %d bound to %d decodes unbound", i, lsn)
+		}
+		if _, _, err := wal.DecodeAt(wal.AppendEncode(nil, &r), lsn); err == nil {
+			t.Fatalf("unbound record %d decodes bound at %d", i, lsn)
+		}
+	}
+}
