@@ -97,7 +97,9 @@
 //
 // A new segment is grown to SegmentBytes of zeros at once (vfs.Preallocate:
 // fallocate on Linux), so a commit's fdatasync flushes the records, not
-// also a size change. Every segment but the last is cut back to its
+// also a size change. A reused spare (Options.Spares) is grown the same
+// way where it is shorter; the rest of it holds its old records, which a
+// bound log reads as the end (spare.go). Every segment but the last is cut back to its
 // records, and that size made durable, before the next one is created: the
 // reader rules below allow a zero tail only in the last segment. Open
 // truncates the last segment at the end of its records and preallocates it
