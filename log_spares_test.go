@@ -33,6 +33,13 @@ func logSpares(t *testing.T, fs vfs.FS, dir string) []string {
 // each key. It checks that the log never holds more than two spares.
 func writeRounds(t *testing.T, db *bwkv.DB, fs vfs.FS, rounds int) map[string]string {
 	t.Helper()
+	return writeRoundsAcked(t, db, fs, rounds, nil)
+}
+
+// writeRoundsAcked is writeRounds calling acked (if not nil) with each
+// put's key and round once the put returned.
+func writeRoundsAcked(t *testing.T, db *bwkv.DB, fs vfs.FS, rounds int, acked func(key string, round int)) map[string]string {
+	t.Helper()
 	want := map[string]string{}
 	for r := range rounds {
 		for i := range 20 {
@@ -42,6 +49,9 @@ func writeRounds(t *testing.T, db *bwkv.DB, fs vfs.FS, rounds int) map[string]st
 				t.Fatal(err)
 			}
 			want[k] = v
+			if acked != nil {
+				acked(k, r)
+			}
 		}
 		if err := db.Checkpoint(); err != nil {
 			t.Fatal(err)
@@ -201,20 +211,11 @@ func TestLogSpareCrashAtReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r := range 30 {
-		for i := range 20 {
-			k := fmt.Sprintf("key%03d", (r*20+i)%60)
-			if err := db.Put([]byte(k), []byte(fmt.Sprintf("%s-round%d-%s", k, r, strings.Repeat("v", 480)))); err != nil {
-				t.Fatal(err)
-			}
-			mu.Lock()
-			acked[k] = r
-			mu.Unlock()
-		}
-		if err := db.Checkpoint(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeRoundsAcked(t, db, mem, 30, func(k string, r int) {
+		mu.Lock()
+		acked[k] = r
+		mu.Unlock()
+	})
 	mem.SetHook(nil)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

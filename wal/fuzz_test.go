@@ -13,12 +13,15 @@ import (
 // prevLSN, payload) in a valid length and CRC-32C, computed here from the
 // format description rather than with the package's code: the CRC covers
 // the length field and every byte after the CRC field.
-func frame(body []byte) []byte {
+func frame(body []byte) []byte { return frameSeeded(body, 0) }
+
+// frameSeeded is frame with the CRC-32C started from seed.
+func frameSeeded(body []byte, seed uint32) []byte {
 	rec := make([]byte, 8+len(body))
 	binary.LittleEndian.PutUint32(rec, uint32(len(rec)))
 	copy(rec[8:], body)
 	tab := crc32.MakeTable(crc32.Castagnoli)
-	c := crc32.Update(crc32.Update(0, tab, rec[:4]), tab, rec[8:])
+	c := crc32.Update(crc32.Update(seed, tab, rec[:4]), tab, rec[8:])
 	binary.LittleEndian.PutUint32(rec[4:], c)
 	return rec
 }
@@ -63,15 +66,9 @@ func FuzzDecode(f *testing.F) {
 // 3), again from the format description: the CRC-32C of the LSN's eight
 // little-endian bytes is the initial value of the record's CRC.
 func frameAt(body []byte, lsn uint64) []byte {
-	rec := make([]byte, 8+len(body))
-	binary.LittleEndian.PutUint32(rec, uint32(len(rec)))
-	copy(rec[8:], body)
-	tab := crc32.MakeTable(crc32.Castagnoli)
 	var l [8]byte
 	binary.LittleEndian.PutUint64(l[:], lsn)
-	c := crc32.Update(crc32.Update(crc32.Update(0, tab, l[:]), tab, rec[:4]), tab, rec[8:])
-	binary.LittleEndian.PutUint32(rec[4:], c)
-	return rec
+	return frameSeeded(body, crc32.Checksum(l[:], crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // FuzzDecodeAt is FuzzDecode for records bound to their LSN: arbitrary
