@@ -135,7 +135,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 		d.Addr = t.env.Gens.NextAddr()
 		np := cur.Prepend(d)
 		if np.Stub == nil && (np.Len > t.cfg.ChainMax || heavy) {
-			np, sp, underfull = t.consolidate(pid, np)
+			np, sp, underfull = t.consolidate(pid, np, true)
 			frames = 2 // the delta and the base that absorbed it
 		}
 		t.publish(slot, pid, p, np, frames)
@@ -158,13 +158,16 @@ type split struct {
 }
 
 // consolidate builds a new base for a locked leaf, splitting it if it
-// holds more than SplitEntries keys. It returns the state to publish for
-// pid, the separator to post (nil if none) and whether the page is
-// underfull. New pages it creates are published here.
-func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
+// holds more than SplitEntries keys; with carry, a carried base of its
+// durable part instead where that is allowed (carry). It returns the state
+// to publish for pid, the separator to post (nil if none) and whether the
+// page is underfull. New pages it creates are published here.
+func (t *Tree) consolidate(pid pagetable.PID, p *node.Page, carry bool) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
-	if np, underfull, ok := t.carry(pid, p); ok {
-		return np, nil, underfull
+	if carry {
+		if np, underfull, ok := t.carry(pid, p); ok {
+			return np, nil, underfull
+		}
 	}
 	c := p.Collect(t.env.Retention)
 	b := p.Base
