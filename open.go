@@ -63,7 +63,6 @@ func (db *DB) open(exists bool) error {
 		// Used while sizeLeaves says the data is large (at Open, before
 		// recovery, and after each publish).
 		SmallSplitBytes: smallLeafBytes,
-		Carry:           !db.hooks.noCarry,
 	}, tree.Env{
 		Retention:   retention{db},
 		Gens:        db.gens,

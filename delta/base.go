@@ -69,34 +69,6 @@ type Base struct {
 	// published; 0 for pages built outside the generational pool).
 	Addr    uint64
 	MaxTxID uint64
-
-	// carried is set on a carried base (SetCarried): the delta frames,
-	// and their bytes, of the on-disk chain it stands for above that
-	// chain's newest written base. Zero on every other base.
-	carried struct{ depth, bytes int32 }
-}
-
-// SetCarried makes b a carried base: the consolidation of a page's base
-// and deltas that are all durable, which is never written, because the
-// page's durable chain ending at the frame at addr (the newest of those
-// deltas) reads as the same contents. b takes that address, so the
-// checkpointer finds it durable and links the page's newer deltas to it,
-// and whatever loads a base from its address reads that chain. depth and
-// diskBytes are the delta frames of that chain above its newest written
-// base, and their bytes (both positive). Call it before b is published.
-func (b *Base) SetCarried(addr uint64, depth, diskBytes int) {
-	b.Addr = addr
-	b.carried.depth, b.carried.bytes = int32(depth), int32(diskBytes)
-}
-
-// Carried reports whether b is a carried base (SetCarried).
-func (b *Base) Carried() bool { return b.carried.depth > 0 }
-
-// DiskChain returns, for a carried base, the delta frames of the on-disk
-// chain it stands for above that chain's newest written base, and their
-// bytes; 0, 0 for any other base (its own frame is that base).
-func (b *Base) DiskChain() (depth, diskBytes int) {
-	return int(b.carried.depth), int(b.carried.bytes)
 }
 
 // baseInline is the room inside a Base for its fences and search prefix.

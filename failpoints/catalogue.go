@@ -83,10 +83,6 @@ const (
 	// while retired segments are still reused: a reused segment's stale
 	// records read as records again.
 	MutWALUnboundRecords = "mutant_wal_unbound_records"
-	// A carried base absorbs the chain's deltas that are not durable yet
-	// too, while taking the address of a durable one: the checkpointer
-	// never writes what they held.
-	MutCarryUnwritten = "mutant_carry_unwritten"
 )
 
 // Mutants lists every mutant point, for prod_test.sh mutants.
@@ -94,5 +90,4 @@ var Mutants = []string{
 	MutCommitNotDurable, MutCheckpointNoWALSync, MutCheckpointNoDataSync,
 	MutCheckpointDropPage, MutJunkNotRecorded, MutGCDeleteBeforeRemap,
 	MutRecoveryNoUndo, MutCLRNoUndoNext, MutWALUnboundRecords,
-	MutCarryUnwritten,
 }

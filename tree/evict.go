@@ -39,17 +39,16 @@ const (
 // For the engine's background worker; a page that changed meanwhile is
 // re-examined, and one that no longer needs it is left alone.
 func (t *Tree) Compact(pid pagetable.PID) error {
-	return t.compact(pid, t.stubChainMax(), true, func(p *node.Page) bool { return p.Len > t.cfg.ChainMax })
+	return t.compact(pid, t.stubChainMax(), func(p *node.Page) bool { return p.Len > t.cfg.ChainMax })
 }
 
-// Squash consolidates leaf pid into a new base if its chain holds any
-// delta, in memory or on disk (a carried base stands for deltas on disk),
-// as Compact does. For the engine's idle settler: a durable chain of
-// deltas above a base stores versions the base may repeat, and the next
-// checkpoint of the consolidated page turns the whole old chain into junk
-// the data-file GC reclaims.
+// Squash consolidates leaf pid if its chain holds any delta, in memory or
+// on disk, as Compact does. For the engine's idle settler: a durable chain
+// of deltas above a base stores versions the base may repeat, and the
+// next checkpoint of the consolidated page turns the whole old chain into
+// junk the data-file GC reclaims.
 func (t *Tree) Squash(pid pagetable.PID) error {
-	return t.compact(pid, 1, true, func(p *node.Page) bool { return p.Len > 0 || p.Base.Carried() })
+	return t.compact(pid, 1, func(p *node.Page) bool { return p.Len > 0 })
 }
 
 // Rebase consolidates leaf pid into a new base even if its chain is
@@ -57,7 +56,7 @@ func (t *Tree) Squash(pid pagetable.PID) error {
 // checkpoint writes the page again as one base frame. The idle settle
 // uses it to rewrite compressed the pages a checkpoint stored plain.
 func (t *Tree) Rebase(pid pagetable.PID) error {
-	return t.compact(pid, 0, true, func(*node.Page) bool { return true })
+	return t.compact(pid, 0, func(*node.Page) bool { return true })
 }
 
 // Shorten consolidates leaf pid if it is resident in full with a chain at
@@ -73,7 +72,7 @@ func (t *Tree) Shorten(pid pagetable.PID) error {
 	if t.cfg.ReadChain <= 0 {
 		return nil
 	}
-	return t.compact(pid, math.MaxInt, false, t.readLong)
+	return t.compact(pid, math.MaxInt, t.readLong)
 }
 
 // readLong reports whether a leaf in steady use should be shortened: its
@@ -94,10 +93,8 @@ func (t *Tree) readLong(p *node.Page) bool {
 }
 
 // compact consolidates leaf pid when a stub's chain (memory and disk)
-// reaches stubMin, or need says so of its full state; whole: into a new
-// base, never a carried one (carry), for callers that shorten the chain on
-// disk too.
-func (t *Tree) compact(pid pagetable.PID, stubMin int, whole bool, need func(*node.Page) bool) error {
+// reaches stubMin, or need says so of its full state.
+func (t *Tree) compact(pid pagetable.PID, stubMin int, need func(*node.Page) bool) error {
 	for tries := 0; tries < 4; tries++ {
 		p, err := t.load(pid)
 		if err != nil || p == nil || p.Removed || p.Base.Level != 0 {
@@ -115,7 +112,7 @@ func (t *Tree) compact(pid pagetable.PID, stubMin int, whole bool, need func(*no
 				continue
 			}
 		}
-		sp, done := t.compactFull(pid, whole, need)
+		sp, done := t.compactFull(pid, need)
 		if sp != nil {
 			_ = t.post(sp)
 		}
@@ -128,7 +125,7 @@ func (t *Tree) compact(pid pagetable.PID, stubMin int, whole bool, need func(*no
 
 // compactFull consolidates pid's full state if need says so. done is
 // false if the slot held a stub again (evicted meanwhile).
-func (t *Tree) compactFull(pid pagetable.PID, whole bool, need func(*node.Page) bool) (*split, bool) {
+func (t *Tree) compactFull(pid pagetable.PID, need func(*node.Page) bool) (*split, bool) {
 	tok := t.env.Gens.Enter()
 	defer t.env.Gens.Exit(tok)
 	slot := t.pt.Slot(pid)
@@ -144,7 +141,7 @@ func (t *Tree) compactFull(pid pagetable.PID, whole bool, need func(*node.Page) 
 	if !need(p) {
 		return nil, true
 	}
-	np, sp, _ := t.consolidate(pid, p, !whole)
+	np, sp, _ := t.consolidate(pid, p)
 	t.publish(slot, pid, p, np, 1)
 	return sp, true
 }

@@ -33,10 +33,6 @@ type Config struct {
 	// reads load their leaf from disk, and a smaller leaf is a smaller
 	// read and decode per miss.
 	SmallSplitBytes int
-	// Carry lets a leaf's consolidation leave its durable frames as they
-	// are on disk (carry): the next checkpoint then writes the page's new
-	// deltas, not a new base, until the on-disk chain reaches its bound.
-	Carry bool
 }
 
 // SetLarge says whether the data far outgrows the cache: while it does,
@@ -105,9 +101,6 @@ type Env struct {
 // Stats counts structure modifications.
 type Stats struct {
 	Consolidations, Splits, RootSplits, Merges, Restarts, Loads uint64
-	// Carried counts the consolidations, among Consolidations, that made
-	// a carried base (written as the page's deltas, not as a base).
-	Carried uint64
 	// Peeks counts point reads and writes of stub leaves answered from
 	// disk without loading the page (Env.Peek).
 	Peeks uint64
@@ -126,8 +119,7 @@ type Tree struct {
 	env Env
 
 	consolidations, splits, rootSplits, merges, restarts, loads, peeks atomic.Uint64
-	carried                                                            atomic.Uint64 // consolidations that made a carried base (carry)
-	large                                                              atomic.Bool   // SetLarge
+	large                                                              atomic.Bool // SetLarge
 	hits                                                               hitCounter
 	siblingHops                                                        hitCounter // sharded: every scan crossing a leaf adds
 	// stubBytes is the memory of resident stubs (node.Stub.Own); missed
@@ -165,7 +157,6 @@ func New(cfg Config, env Env, pt *pagetable.Table[node.Page]) *Tree {
 func (t *Tree) Stats() Stats {
 	return Stats{
 		Consolidations: t.consolidations.Load(),
-		Carried:        t.carried.Load(),
 		Splits:         t.splits.Load(),
 		RootSplits:     t.rootSplits.Load(),
 		Merges:         t.merges.Load(),

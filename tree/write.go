@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/bwkv/bwkv/delta"
-	"github.com/bwkv/bwkv/failpoints"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 )
@@ -135,7 +134,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 		d.Addr = t.env.Gens.NextAddr()
 		np := cur.Prepend(d)
 		if np.Stub == nil && (np.Len > t.cfg.ChainMax || heavy) {
-			np, sp, underfull = t.consolidate(pid, np, true)
+			np, sp, underfull = t.consolidate(pid, np)
 			frames = 2 // the delta and the base that absorbed it
 		}
 		t.publish(slot, pid, p, np, frames)
@@ -158,17 +157,11 @@ type split struct {
 }
 
 // consolidate builds a new base for a locked leaf, splitting it if it
-// holds more than SplitEntries keys; with carry, a carried base of its
-// durable part instead where that is allowed (carry). It returns the state
-// to publish for pid, the separator to post (nil if none) and whether the
-// page is underfull. New pages it creates are published here.
-func (t *Tree) consolidate(pid pagetable.PID, p *node.Page, carry bool) (*node.Page, *split, bool) {
+// holds more than SplitEntries keys. It returns the state to publish for
+// pid, the separator to post (nil if none) and whether the page is
+// underfull. New pages it creates are published here.
+func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
-	if carry {
-		if np, underfull, ok := t.carry(pid, p); ok {
-			return np, nil, underfull
-		}
-	}
 	c := p.Collect(t.env.Retention)
 	b := p.Base
 	n := c.Keys()
@@ -217,10 +210,6 @@ func chainBytes(p *node.Page) int { return p.Bytes() - p.Base.Bytes() }
 // would split: the writer then consolidates with its delta as usual
 // (consolidate splits).
 func (t *Tree) consolidateBefore(pid pagetable.PID, p *node.Page) (np *node.Page, underfull, ok bool) {
-	if np, underfull, ok := t.carry(pid, p); ok {
-		t.consolidations.Add(1)
-		return np, underfull, true
-	}
 	c := p.Collect(t.env.Retention)
 	if t.tooBig(c) {
 		return nil, false, false
@@ -229,78 +218,6 @@ func (t *Tree) consolidateBefore(pid pagetable.PID, p *node.Page) (np *node.Page
 	np, underfull = t.unsplit(pid, p, c)
 	return np, underfull, true
 }
-
-// carry consolidates a locked leaf's durable part only: its base, which
-// must be durable (at or below the published address), and the deltas of
-// its chain that are durable too, into a carried base
-// (delta.Base.SetCarried) that takes the address of the newest of them
-// and is never written; the chain's newer deltas stay above it (as
-// copies: the old state's readers still walk the originals) and the
-// checkpointer writes them as it would have, linked to that address. So a
-// page that consolidates every few writes has its checkpoint write what
-// changed, not a whole base each time. The on-disk chain this leaves
-// grows by the deltas consolidated; past carryFrames() frames or the leaf
-// byte bound, or with fewer than half the chain durable, or when the
-// contents would split, ok is false and the caller consolidates the whole
-// state into a new base, written by the next checkpoint. Decided here,
-// once, under the page lock. O(page).
-func (t *Tree) carry(pid pagetable.PID, p *node.Page) (np *node.Page, underfull, ok bool) {
-	b := p.Base
-	if !t.cfg.Carry || p.Stub != nil || b.Level != 0 || b.Addr == 0 || p.Head == nil {
-		return nil, false, false
-	}
-	pub := t.env.Gens.Published()
-	if b.Addr > pub {
-		return nil, false, false // a new base: the checkpoint writes one anyway
-	}
-	newer := 0 // the chain's deltas above pub (addresses descend)
-	d := p.Head
-	for ; d != nil && d.Addr > pub; d = d.Next {
-		newer++
-	}
-	durable := p.Len - newer
-	if d == nil || d.Addr == 0 || 2*durable < p.Len {
-		return nil, false, false
-	}
-	depth, diskBytes := b.DiskChain()
-	for e := d; e != nil; e = e.Next {
-		depth++
-		diskBytes += e.Size()
-	}
-	if sb := t.splitBytes(); depth > t.carryFrames() || (sb > 0 && diskBytes > sb) {
-		return nil, false, false
-	}
-	part := &node.Page{Base: b, Head: d, Len: durable}
-	mutant := failpoints.Skip(failpoints.MutCarryUnwritten)
-	if mutant {
-		part = p
-	}
-	c := part.Collect(t.env.Retention)
-	if t.tooBig(c) {
-		return nil, false, false
-	}
-	nb := c.Build(0, c.Keys(), b.Low, b.High, b.Sibling)
-	nb.SetCarried(d.Addr, depth, diskBytes)
-	np = &node.Page{Base: nb}
-	if mutant {
-		d = p.Head // nothing stays above the base
-	}
-	above := make([]*delta.Delta, 0, newer)
-	for e := p.Head; e != d; e = e.Next {
-		above = append(above, e)
-	}
-	for i := len(above) - 1; i >= 0; i-- {
-		cp := *above[i]
-		np = np.Prepend(&cp)
-	}
-	t.carried.Add(1)
-	return np, t.underfull(c) && pid != RootPID, true
-}
-
-// carryFrames bounds the delta frames of a carried base's on-disk chain
-// (carry): twice the in-memory chain bound, below the on-disk length at
-// which a stub's chain is compacted (stubChainMax).
-func (t *Tree) carryFrames() int { return 2 * t.cfg.ChainMax }
 
 // unsplit builds the new base of leaf pid (state p) from its collected
 // contents c, which need no split, and reports whether it is underfull.
