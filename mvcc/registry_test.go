@@ -115,3 +115,18 @@ func TestRegistryTick(t *testing.T) {
 		t.Fatalf("txn began at %v, want the tick %v", got, tick)
 	}
 }
+
+// BenchmarkRegisterParallel is a reader's registration as a snapshot per
+// read takes it (Register, Settle, Unregister), on every P at once.
+func BenchmarkRegisterParallel(b *testing.B) {
+	r := NewRegistry()
+	r.Tick(1)
+	b.RunParallel(func(pb *testing.PB) {
+		var g Reg
+		for pb.Next() {
+			r.Register(&g, 10)
+			r.Settle(&g, 11)
+			r.Unregister(&g)
+		}
+	})
+}
