@@ -197,24 +197,34 @@ func (e *bwkvEngine) Info() Info {
 func statsListener() (_ *bwkv.EventListener, report func()) {
 	var mu sync.Mutex
 	var stall, ckpt, gc time.Duration
+	var maxStall, maxCkpt, maxGC time.Duration
 	var stalls, ckpts, rounds int
 	report = func() {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(os.Stderr, "bwkv events: %d stalls %v, %d checkpoints %v, %d gc rounds %v\n", stalls, stall, ckpts, ckpt, rounds, gc)
+		fmt.Fprintf(os.Stderr, "bwkv events: %d stalls %v (longest %v), %d checkpoints %v (longest %v), %d gc rounds %v (longest %v)\n",
+			stalls, stall, maxStall, ckpts, ckpt, maxCkpt, rounds, gc, maxGC)
 	}
 	return &bwkv.EventListener{
-		StallEnd: func(i bwkv.StallInfo) { mu.Lock(); stalls++; stall += i.Duration; mu.Unlock() },
+		StallEnd: func(i bwkv.StallInfo) {
+			mu.Lock()
+			stalls++
+			stall += i.Duration
+			maxStall = max(maxStall, i.Duration)
+			mu.Unlock()
+		},
 		CheckpointEnd: func(i bwkv.CheckpointEndInfo) {
 			mu.Lock()
 			ckpts++
 			ckpt += i.Duration
+			maxCkpt = max(maxCkpt, i.Duration)
 			mu.Unlock()
 		},
 		GCRound: func(i bwkv.GCRoundInfo) {
 			mu.Lock()
 			rounds++
 			gc += i.Duration
+			maxGC = max(maxGC, i.Duration)
 			mu.Unlock()
 		},
 	}, report
