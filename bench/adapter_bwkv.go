@@ -196,38 +196,35 @@ func (e *bwkvEngine) Info() Info {
 // the result).
 func statsListener() (_ *bwkv.EventListener, report func()) {
 	var mu sync.Mutex
-	var stall, ckpt, gc time.Duration
-	var maxStall, maxCkpt, maxGC time.Duration
-	var stalls, ckpts, rounds int
+	var stalls, ckpts, rounds eventTimes
 	report = func() {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(os.Stderr, "bwkv events: %d stalls %v (longest %v), %d checkpoints %v (longest %v), %d gc rounds %v (longest %v)\n",
-			stalls, stall, maxStall, ckpts, ckpt, maxCkpt, rounds, gc, maxGC)
+		fmt.Fprintf(os.Stderr, "bwkv events: %s, %s, %s\n", stalls.format("stalls"), ckpts.format("checkpoints"), rounds.format("gc rounds"))
+	}
+	add := func(t *eventTimes, d time.Duration) {
+		mu.Lock()
+		t.add(d)
+		mu.Unlock()
 	}
 	return &bwkv.EventListener{
-		StallEnd: func(i bwkv.StallInfo) {
-			mu.Lock()
-			stalls++
-			stall += i.Duration
-			maxStall = max(maxStall, i.Duration)
-			mu.Unlock()
-		},
-		CheckpointEnd: func(i bwkv.CheckpointEndInfo) {
-			mu.Lock()
-			ckpts++
-			ckpt += i.Duration
-			maxCkpt = max(maxCkpt, i.Duration)
-			mu.Unlock()
-		},
-		GCRound: func(i bwkv.GCRoundInfo) {
-			mu.Lock()
-			rounds++
-			gc += i.Duration
-			maxGC = max(maxGC, i.Duration)
-			mu.Unlock()
-		},
+		StallEnd:      func(i bwkv.StallInfo) { add(&stalls, i.Duration) },
+		CheckpointEnd: func(i bwkv.CheckpointEndInfo) { add(&ckpts, i.Duration) },
+		GCRound:       func(i bwkv.GCRoundInfo) { add(&rounds, i.Duration) },
 	}, report
+}
+
+// eventTimes counts one kind of event with its total and longest duration.
+type eventTimes struct {
+	n          int
+	sum, worst time.Duration
+}
+
+func (t *eventTimes) add(d time.Duration) { t.n++; t.sum += d; t.worst = max(t.worst, d) }
+
+// format prints "N what TOTAL (longest WORST)".
+func (t eventTimes) format(what string) string {
+	return fmt.Sprintf("%d %s %v (longest %v)", t.n, what, t.sum, t.worst)
 }
 
 func (e *bwkvEngine) Close() error {
