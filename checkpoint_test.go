@@ -433,6 +433,57 @@ func TestMaxTxnLag(t *testing.T) {
 	}
 }
 
+// TestMaxTxnLagNoCheckpoint: a lagging transaction learns it is too old
+// at its next call, not at the next checkpoint: with CheckpointBytes far
+// above what the test writes no checkpoint runs, yet each kind of call
+// after the log passed MaxTxnLag returns ErrTxnTooOld and rolls the write
+// back; a transaction within its lag, and one that never wrote, go on.
+func TestMaxTxnLagNoCheckpoint(t *testing.T) {
+	const lag = 64 << 10
+	// No idle settle either (its checkpoint would abort the txns too).
+	db := openTest(t, bwkv.WithTestSettle(&bwkv.Options{MaxTxnLag: lag, CheckpointBytes: 1 << 30}, time.Hour, time.Hour))
+	calls := map[string]func(tx *bwkv.Txn) error{
+		"get":    func(tx *bwkv.Txn) error { _, err := tx.Get([]byte("other")); return err },
+		"put":    func(tx *bwkv.Txn) error { return tx.Put([]byte("x"), []byte("y")) },
+		"delete": func(tx *bwkv.Txn) error { return tx.Delete([]byte("x")) },
+		"iter":   func(tx *bwkv.Txn) error { _, err := tx.NewIter(nil); return err },
+		"commit": func(tx *bwkv.Txn) error { return tx.Commit() },
+	}
+	for name, call := range calls {
+		mustPut(t, db, "pinned-"+name, "old")
+		tx := mustBegin(t, db)
+		mustPut(t, tx, "pinned-"+name, "new")
+		reader := mustBegin(t, db) // never writes: no record pins the log
+		recent := mustBegin(t, db)
+		for i := 0; i < 1000; i++ { // about 2x lag of log
+			mustPut(t, db, fmt.Sprintf("k%04d", i), string(make([]byte, 100)))
+		}
+		mustPut(t, recent, "recent-"+name, "v")
+		if err := call(tx); !errors.Is(err, bwkv.ErrTxnTooOld) {
+			t.Fatalf("%s on a lagging txn: %v, want ErrTxnTooOld", name, err)
+		}
+		if err := tx.Commit(); !errors.Is(err, bwkv.ErrTxnTooOld) {
+			t.Fatalf("%s: commit after: %v, want ErrTxnTooOld", name, err)
+		}
+		wantValue(t, db.Get, "pinned-"+name, "old")
+		wantValue(t, reader.Get, "pinned-"+name, "old")
+		if err := reader.Commit(); err != nil {
+			t.Fatalf("%s: the reader's commit: %v", name, err)
+		}
+		if err := recent.Commit(); err != nil {
+			t.Fatalf("%s: the recent txn's commit: %v", name, err)
+		}
+		wantValue(t, db.Get, "recent-"+name, "v")
+	}
+	st := db.Stats()
+	if st.Checkpoint.Count != 0 {
+		t.Fatalf("%d checkpoints ran: the test must see the txn's own call abort it", st.Checkpoint.Count)
+	}
+	if st.Txn.TooOld != uint64(len(calls)) {
+		t.Fatalf("stats: %d too-old aborts, want %d", st.Txn.TooOld, len(calls))
+	}
+}
+
 // TestCorruptFrameFailsOnlyItsReads: a data-file frame whose CRC fails
 // makes the reads that touch its page return ErrCorruption; Open and every
 // other read work.

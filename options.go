@@ -190,7 +190,9 @@ type Options struct {
 	// persisted: it affects only how new frames are written.
 	ZstdLevel int
 	// MaxTxnLag is the number of log bytes a transaction may fall behind
-	// the head before the engine aborts it (ErrTxnTooOld); default 512 MiB.
+	// the head before the engine aborts it (ErrTxnTooOld, returned by its
+	// next call; each call checks, as each checkpoint does for every open
+	// transaction); default 512 MiB.
 	MaxTxnLag int64
 	// FlushInterval is Relaxed mode's background flush period; default 10 ms.
 	FlushInterval time.Duration

@@ -51,6 +51,9 @@ type Txn struct {
 	// tooOld is set when the engine rolled the txn back for pinning the
 	// log more than MaxTxnLag bytes behind the head.
 	tooOld bool
+	// firstAt is first+1 once the begin record is logged (0 before): the
+	// txn's own calls read it without tx.mu to check its lag (abortIfLagging).
+	firstAt atomic.Uint64
 
 	// ctx (nil: none) ends lock waits early (UpdateContext); deadline,
 	// when set, bounds every lock wait of the txn instead of a fresh
@@ -108,6 +111,25 @@ func (tx *Txn) usable() error {
 	return tx.doomed
 }
 
+// abortIfLagging rolls the txn back as too old (ErrTxnTooOld from this
+// call on) when its first record lies more than MaxTxnLag log bytes behind
+// the head. Every call of the txn runs it first, so a lagging txn learns
+// at its next call, not at the next checkpoint, which runs the same check
+// for every open txn (abortTxnsTooOld: it also aborts the txns that make
+// no further call, so the log behind them can be recycled). O(1): two
+// atomic loads when the txn is within its lag.
+func (tx *Txn) abortIfLagging() {
+	at := tx.firstAt.Load()
+	if at == 0 {
+		return // nothing logged: no record pins the log
+	}
+	first, head := at-1, uint64(tx.db.wal.Head())
+	// A record logged after head was read is ahead of it, not behind.
+	if first < head && head-first > uint64(tx.db.opts.MaxTxnLag) {
+		tx.db.abortTooOld(tx) // a no-op if the txn ended meanwhile
+	}
+}
+
 // Get returns a copy of key's value as this transaction sees it (its own
 // writes included). The caller owns the returned slice.
 func (tx *Txn) Get(key []byte) ([]byte, error) {
@@ -116,6 +138,7 @@ func (tx *Txn) Get(key []byte) ([]byte, error) {
 
 // GetAppend appends key's value as this transaction sees it to dst.
 func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
+	tx.abortIfLagging()
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.usable(); err != nil {
@@ -148,6 +171,7 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 	// Wait for a lagging checkpointer before taking any lock (the
 	// checkpointer takes txn locks to find the oldest active txn).
 	tx.db.backpressure()
+	tx.abortIfLagging()
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.usable(); err != nil {
@@ -305,12 +329,14 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 // included. Once the transaction ends the iterator stops: positioning
 // calls return false and Error returns ErrClosed.
 func (tx *Txn) NewIter(o *IterOptions) (*Iter, error) {
+	tx.abortIfLagging()
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if err := tx.usable(); err != nil {
 		return nil, err
 	}
 	return newIter(tx.db, &tx.r, o, &tx.live, func() error {
+		tx.abortIfLagging()
 		tx.mu.Lock()
 		defer tx.mu.Unlock()
 		return tx.usable()
@@ -320,6 +346,7 @@ func (tx *Txn) NewIter(o *IterOptions) (*Iter, error) {
 // Commit makes the transaction's writes visible atomically. A doomed
 // transaction is rolled back and Commit returns ErrConflict.
 func (tx *Txn) Commit() error {
+	tx.abortIfLagging()
 	tx.mu.Lock()
 	if err := tx.usable(); err != nil {
 		doomed := tx.doomed != nil && !tx.done
@@ -376,6 +403,7 @@ func (tx *Txn) log(r *wal.Record) (wal.LSN, error) {
 			return 0, db.degrade(err)
 		}
 		tx.began, tx.first, tx.last = true, lsn, lsn
+		tx.firstAt.Store(uint64(lsn) + 1)
 	}
 	tx.seq++
 	r.Seq = tx.seq
