@@ -90,13 +90,20 @@ func TestIterAfterOwnerEnded(t *testing.T) {
 		t.Fatal("First on an open snapshot")
 	}
 	s.Close()
+	// Still positioned at "a", but its owner ended: no positioning call
+	// is needed for Valid and Error to say so.
+	if it.Valid() || !errors.Is(it.Error(), bwkv.ErrClosed) {
+		t.Fatalf("right after the snapshot closed: valid %v, err %v", it.Valid(), it.Error())
+	}
 	if it.Next() || it.Valid() || !errors.Is(it.Error(), bwkv.ErrClosed) {
 		t.Fatalf("Next after the snapshot closed: valid %v, err %v", it.Valid(), it.Error())
 	}
 	if it.First() || !errors.Is(it.Error(), bwkv.ErrClosed) {
 		t.Fatal("First after the snapshot closed")
 	}
-	it.Close()
+	if err := it.Close(); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("Close after the snapshot closed: %v, want ErrClosed", err)
+	}
 
 	for _, end := range []string{"commit", "rollback"} {
 		tx := mustBegin(t, db)
@@ -112,6 +119,9 @@ func TestIterAfterOwnerEnded(t *testing.T) {
 		} else {
 			tx.Rollback()
 		}
+		if it.Valid() || !errors.Is(it.Error(), bwkv.ErrClosed) {
+			t.Fatalf("right after %s: valid %v, err %v", end, it.Valid(), it.Error())
+		}
 		if it.Next() || it.SeekGE([]byte("a")) || !errors.Is(it.Error(), bwkv.ErrClosed) {
 			t.Fatalf("iterator after %s: err %v, want ErrClosed", end, it.Error())
 		}
@@ -122,12 +132,39 @@ func TestIterAfterOwnerEnded(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("All after %s yielded %d entries", end, n)
 		}
-		if err := it.Close(); err != nil {
-			t.Fatal(err)
+		if err := it.Close(); !errors.Is(err, bwkv.ErrClosed) {
+			t.Fatalf("iterator Close after %s: %v, want ErrClosed", end, err)
 		}
 		if err := it.Close(); !errors.Is(err, bwkv.ErrClosed) {
 			t.Fatalf("second iterator Close: %v", err)
 		}
+	}
+
+	// An iterator closed before its owner ends closes cleanly.
+	s, _ = db.NewSnapshot()
+	it, _ = s.NewIter(nil)
+	if !it.First() || it.Close() != nil || s.Close() != nil {
+		t.Fatal("iterator and snapshot closed in order")
+	}
+
+	// DB.Close: every later use of a snapshot or iterator is ErrClosed,
+	// closing them included (they are released all the same).
+	s, _ = db.NewSnapshot()
+	it, _ = s.NewIter(nil)
+	if !it.First() {
+		t.Fatal("First on an open snapshot")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if it.Valid() || !errors.Is(it.Error(), bwkv.ErrClosed) {
+		t.Fatalf("after DB.Close: valid %v, err %v", it.Valid(), it.Error())
+	}
+	if err := it.Close(); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("iterator Close after DB.Close: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("snapshot Close after DB.Close: %v, want ErrClosed", err)
 	}
 }
 

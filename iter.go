@@ -228,28 +228,31 @@ func openIter(db *DB, vis node.Visibility, o *IterOptions, snap *Snapshot, owner
 func (it *Iter) ok() bool {
 	if it.closed {
 		it.err = ErrClosed
-	} else {
-		var err error
-		if it.snap != nil {
-			err = it.snap.usable()
-		} else {
-			err = it.owner()
-		}
-		if err != nil {
-			// Its snapshot or txn ended (closed, committed, rolled
-			// back): the iterator is closed for its user, whatever
-			// ended the owner.
-			if errors.Is(err, ErrTxnDone) {
-				err = ErrClosed
-			}
-			it.err = err
-		}
+	} else if err := it.ownerErr(); err != nil {
+		it.err = err
 	}
 	if it.err != nil {
 		it.valid = false
 		return false
 	}
 	return true
+}
+
+// ownerErr returns nil while the iterator's snapshot or txn can be read
+// through, else why not: ErrClosed once the owner ended (closed,
+// committed, rolled back, or the DB closed), whatever ended it, or the
+// txn's own error (ErrConflict for a doomed one, ErrTxnTooOld).
+func (it *Iter) ownerErr() error {
+	var err error
+	if it.snap != nil {
+		err = it.snap.usable()
+	} else {
+		err = it.owner()
+	}
+	if errors.Is(err, ErrTxnDone) {
+		err = ErrClosed
+	}
+	return err
 }
 
 // load positions the iterator's range on leaf p within [from, to) and the
@@ -612,8 +615,9 @@ func (it *Iter) Backward() iter.Seq2[[]byte, []byte] {
 	}
 }
 
-// Valid reports whether the iterator is positioned at a key.
-func (it *Iter) Valid() bool { return it.valid }
+// Valid reports whether the iterator is positioned at a key: false once
+// its snapshot or txn ended (Error then returns ErrClosed).
+func (it *Iter) Valid() bool { return it.valid && it.ok() }
 
 // Key returns the current key, valid until the next positioning call.
 func (it *Iter) Key() []byte {
@@ -643,13 +647,26 @@ func (it *Iter) Value() []byte {
 	return it.ents[it.pos].val
 }
 
-// Error returns the error that stopped the iterator, if any.
-func (it *Iter) Error() error { return it.err }
+// Error returns the error that stopped the iterator, if any: ErrClosed
+// once its snapshot or txn ended.
+func (it *Iter) Error() error {
+	if it.err == nil && !it.closed {
+		it.ok()
+	}
+	return it.err
+}
 
-// Close releases the iterator. Closing twice returns ErrClosed.
+// Close releases the iterator. Closing twice, or after its snapshot or
+// txn ended (or the DB closed), returns ErrClosed (ErrTxnTooOld if the
+// engine aborted its txn as too old); the iterator is released either
+// way.
 func (it *Iter) Close() error {
 	if it.closed {
 		return ErrClosed
+	}
+	var ended error
+	if err := it.ownerErr(); errors.Is(err, ErrClosed) || errors.Is(err, ErrTxnTooOld) {
+		ended = err
 	}
 	it.closed = true
 	it.valid = false
@@ -666,5 +683,5 @@ func (it *Iter) Close() error {
 	*it = Iter{closed: true, err: it.err}
 	it.live.Close()
 	db.iterBufs.Put(sc)
-	return nil
+	return ended
 }

@@ -112,13 +112,16 @@ func (s *Snapshot) NewIter(o *IterOptions) (*Iter, error) {
 	return newSnapIter(s, o)
 }
 
-// Close releases the snapshot. Closing it again returns ErrClosed and
-// affects nothing else.
+// Close releases the snapshot. Closing it again, or after DB.Close,
+// returns ErrClosed and affects nothing else.
 func (s *Snapshot) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
 	s.live.Close()
 	s.db.mv.Registry().Unregister(&s.reg)
+	if s.db.closed.Load() {
+		return ErrClosed // released all the same (DB.Close: later use is ErrClosed)
+	}
 	return nil
 }
