@@ -180,6 +180,22 @@ func TestCLIGetPutDelScan(t *testing.T) {
 	mustRun(t, "put", dir, "new", "value")
 	mustRun(t, "del", dir, "a")
 	mustRun(t, "del", dir, "never-there")
+	// With --format hex or json they print what they wrote, as scan would.
+	if out := mustRun(t, "put", dir, "j", "v\"1", "--format", "json"); out != `{"key":"j","value":"v\"1"}`+"\n" {
+		t.Fatalf("put --format json: %q", out)
+	}
+	if out := mustRun(t, "put", dir, "--hex", "00ff", "0a", "--format", "hex"); out != "00ff\t0a\n" {
+		t.Fatalf("put --hex --format hex: %q", out)
+	}
+	if out := mustRun(t, "del", dir, "j", "--format", "json"); out != `{"key":"j"}`+"\n" {
+		t.Fatalf("del --format json: %q", out)
+	}
+	if out := mustRun(t, "del", dir, "--hex", "00ff", "--format", "hex"); out != "00ff\n" {
+		t.Fatalf("del --hex --format hex: %q", out)
+	}
+	if out := mustRun(t, "put", dir, "t", "text", "--format", "text"); out != "" {
+		t.Fatalf("put --format text: %q, want nothing", out)
+	}
 	if out := mustRun(t, "get", dir, "new"); out != "value\n" {
 		t.Fatalf("get after put: %q", out)
 	}
@@ -212,6 +228,8 @@ func TestCLIHelpAndErrors(t *testing.T) {
 		{[]string{"get", "/nonexistent/db", "k"}, 1},
 		{[]string{"get", "onlydir"}, 2},
 		{[]string{"scan", t.TempDir(), "--format", "yaml"}, 2},
+		{[]string{"put", t.TempDir(), "k", "v", "--format", "yaml"}, 2},
+		{[]string{"del", t.TempDir(), "k", "--format", "yaml"}, 2},
 		{[]string{"nosuchcommand"}, 2},
 		{[]string{"scan", "d", "--nosuchflag"}, 2},
 	} {

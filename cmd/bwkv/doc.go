@@ -5,8 +5,8 @@
 // The database directory is always the first argument:
 //
 //	bwkv get DIR KEY                  [--format text|hex|json] [--hex]
-//	bwkv put DIR KEY VALUE            [--hex]
-//	bwkv del DIR KEY                  [--hex]
+//	bwkv put DIR KEY VALUE            [--format text|hex|json] [--hex]
+//	bwkv del DIR KEY                  [--format text|hex|json] [--hex]
 //	bwkv scan DIR [--prefix P] [--start S --end E] [--reverse] [--limit N]
 //	              [--keys-only] [--format text|hex|json]
 //	bwkv dump DIR                     [--format text|hex|json] [--keys-only]

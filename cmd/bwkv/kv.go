@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Output formats of get, scan and dump.
+// Output formats of get, put, del, scan and dump.
 const (
 	formatText = "text"
 	formatHex  = "hex"
@@ -142,15 +142,33 @@ func getCmd() *cobra.Command {
 	return c
 }
 
+// echo prints the entry a put or del wrote with --format hex or json (one
+// line, as scan prints it; a del's without a value); text prints nothing.
+func echo(c *cobra.Command, format string, k, v []byte, del bool) error {
+	p, err := newPrinter(c.OutOrStdout(), format, del)
+	if err != nil || format == formatText {
+		return err
+	}
+	if err := p.entry(k, v); err != nil {
+		return err
+	}
+	return p.flush()
+}
+
 func putCmd() *cobra.Command {
 	var isHex bool
+	var format string
 	c := &cobra.Command{
 		Use:   "put DIR KEY VALUE",
 		Short: "Set KEY to VALUE (creates the database if DIR holds none)",
 		Example: `  bwkv put /tmp/db greeting hello
-  bwkv put /tmp/db --hex 00ff 0a0b`,
+  bwkv put /tmp/db --hex 00ff 0a0b
+  bwkv put /tmp/db greeting hello --format json   # prints {"key":"greeting","value":"hello"}`,
 		Args: args(3, "DIR KEY VALUE"),
 		RunE: func(c *cobra.Command, a []string) (err error) {
+			if _, err := newPrinter(io.Discard, format, false); err != nil {
+				return err
+			}
 			key, err := decodeArg(a[1], isHex, "KEY")
 			if err != nil {
 				return err
@@ -164,22 +182,31 @@ func putCmd() *cobra.Command {
 				return err
 			}
 			defer closeDB(db, &err)
-			return db.Put(key, val)
+			if err := db.Put(key, val); err != nil {
+				return err
+			}
+			return echo(c, format, key, val, false)
 		},
 	}
 	c.Flags().BoolVar(&isHex, "hex", false, "KEY and VALUE are hex-encoded")
+	c.Flags().StringVar(&format, "format", formatText, "print the entry written: text (nothing), hex or json")
 	return c
 }
 
 func delCmd() *cobra.Command {
 	var isHex bool
+	var format string
 	c := &cobra.Command{
 		Use:     "del DIR KEY",
 		Aliases: []string{"delete"},
 		Short:   "Delete KEY (deleting a missing key is not an error)",
-		Example: `  bwkv del /tmp/db greeting`,
-		Args:    args(2, "DIR KEY"),
+		Example: `  bwkv del /tmp/db greeting
+  bwkv del /tmp/db greeting --format json   # prints {"key":"greeting"}`,
+		Args: args(2, "DIR KEY"),
 		RunE: func(c *cobra.Command, a []string) (err error) {
+			if _, err := newPrinter(io.Discard, format, true); err != nil {
+				return err
+			}
 			key, err := decodeArg(a[1], isHex, "KEY")
 			if err != nil {
 				return err
@@ -189,10 +216,14 @@ func delCmd() *cobra.Command {
 				return err
 			}
 			defer closeDB(db, &err)
-			return db.Delete(key)
+			if err := db.Delete(key); err != nil {
+				return err
+			}
+			return echo(c, format, key, nil, true)
 		},
 	}
 	c.Flags().BoolVar(&isHex, "hex", false, "KEY is hex-encoded")
+	c.Flags().StringVar(&format, "format", formatText, "print the key deleted: text (nothing), hex or json")
 	return c
 }
 
