@@ -29,7 +29,12 @@ func TestGetLatestUnderConsolidation(t *testing.T) {
 	for i := 0; i < keys; i++ {
 		mustPut(t, db, string(key(i)), "0")
 	}
-	deadline := time.Now().Add(time.Second)
+	// The writer runs for at least a second and until the reads have raced
+	// 1000 consolidations; on a loaded machine that can take longer, so the
+	// limit is a hang detector, not the test's length.
+	start := time.Now()
+	minEnd, hang := start.Add(time.Second), start.Add(60*time.Second)
+	var reads atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -37,7 +42,17 @@ func TestGetLatestUnderConsolidation(t *testing.T) {
 	go func() { // the writer: each counter goes up by one per write
 		defer wg.Done()
 		defer close(stop)
-		for n := 1; time.Now().Before(deadline); n++ {
+		for n := 1; ; n++ {
+			if n%256 == 0 {
+				now := time.Now()
+				if now.After(hang) {
+					errs <- fmt.Errorf("after %v: %d consolidations, %d reads; want 1000 and some reads", now.Sub(start), db.Stats().Tree.Consolidations, reads.Load())
+					return
+				}
+				if now.After(minEnd) && reads.Load() > 0 && db.Stats().Tree.Consolidations >= 1000 {
+					return
+				}
+			}
 			i := n % keys
 			v := committed[i].Load() + 1
 			if err := db.Put(key(i), []byte(strconv.FormatInt(v, 10))); err != nil {
@@ -47,7 +62,6 @@ func TestGetLatestUnderConsolidation(t *testing.T) {
 			committed[i].Store(v)
 		}
 	}()
-	var reads atomic.Int64
 	for r := 0; r < 2; r++ {
 		wg.Add(1)
 		go func() {
