@@ -51,7 +51,7 @@
 // Options.GCLiveRatio live (or any, least live first, while the data
 // files exceed Options.GCSpaceAmp times their live bytes) are rewritten
 // into new files; small fully-live files are merged. While writes go on
-// the rounds work to looser targets (half the ratio, 2.4 times the
+// the rounds work to looser targets (an eighth of the ratio, 6 times the
 // slack), so the GC copies less per byte it reclaims. Stats.GC reports it.
 // Once no write has arrived for about 5 s the database settles: it
 // checkpoints what is dirty, consolidates resident pages whose durable

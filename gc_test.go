@@ -598,13 +598,13 @@ func TestGCDueWhileVictims(t *testing.T) {
 
 // TestGCBusyRounds: a round after a publish the writes caused works to
 // the looser targets of writes going on (gc.Policy.Busy): a file below
-// GCLiveRatio but above half of it stays while the data files are within
-// the busy amplification; DB.Checkpoint's round (as an idle database's)
-// rewrites it.
+// GCLiveRatio but well above an eighth of it stays while the data files
+// are within the busy amplification; DB.Checkpoint's round (as an idle
+// database's) rewrites it.
 func TestGCBusyRounds(t *testing.T) {
-	// The amplification targets: 2 settled, 3.4 busy (1 + 2.4 x 1), so
-	// the rounds choose by ratio here whatever the timing of the
-	// background checkpoints left behind.
+	// The amplification targets: 2 settled, 7 busy (1 + 6 x 1), so the
+	// rounds choose by ratio here whatever the timing of the background
+	// checkpoints left behind.
 	o := gcOpts()
 	o.GCSpaceAmp = 2
 	db, err := bwkv.Open(t.TempDir(), bwkv.WithTestSettle(bwkv.WithTestGCPaused(o), time.Hour, time.Hour))
@@ -646,8 +646,8 @@ func TestGCBusyRounds(t *testing.T) {
 	put("a", all[:n*6/10], 1)
 	put("b", all, 0)
 	// between counts the files between half GCLiveRatio and GCLiveRatio
-	// live; amp is the amplification of the files at least half live
-	// (what a busy round leaves once the rest are rewritten).
+	// live (all above the busy ratio, GCLiveRatio/8); amp is the
+	// amplification of the files at least 0.25 live.
 	between := func() (k int, amp float64) {
 		live, total := bwkv.GCFiles(db)
 		var l, tot int64

@@ -199,8 +199,8 @@ type Options struct {
 	// GCLiveRatio: a data file whose live bytes fall below this fraction
 	// of its frame bytes is rewritten by the data-file GC (its live frames
 	// copied to a new file, the old one deleted); default 0.5, at most 1.
-	// While writes go on, the rounds after each checkpoint use half this
-	// ratio (and 2.4 times GCSpaceAmp's slack, below): the GC copies
+	// While writes go on, the rounds after each checkpoint use an eighth
+	// of this ratio (and 6 times GCSpaceAmp's slack, below): the GC copies
 	// less per byte it reclaims while the data keeps changing, and an idle
 	// database (or DB.Checkpoint) brings the files back within both.
 	GCLiveRatio float64
@@ -208,9 +208,11 @@ type Options struct {
 	// their live bytes, the GC also rewrites the least-live files
 	// (those below 90% live), whatever GCLiveRatio says; default 1.25,
 	// at least 1. While writes go on the rounds let the data files reach
-	// 1 + 2.4 x (GCSpaceAmp - 1) (1.6 at the default) before they rewrite
+	// 1 + 6 x (GCSpaceAmp - 1) (2.5 at the default) before they rewrite
 	// files for the amplification alone; once writes stop for a few
-	// seconds the database settles back within GCSpaceAmp.
+	// seconds the database settles back within GCSpaceAmp. A database
+	// that must stay smaller while it is written lowers GCSpaceAmp (1.1
+	// gives 1.6 while writing).
 	GCSpaceAmp float64
 	// LockTimeout bounds how long a write waits for another transaction's
 	// uncommitted version of its key to end (then ErrConflict); default

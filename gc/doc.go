@@ -57,10 +57,10 @@
 // Policy.SpaceAmp times their live bytes, the least-live files below
 // MaxVictimRatio, within a per-round byte budget. A round run while
 // writes go on (Worker.Collect without settle) chooses by Policy.Busy:
-// half the ratio, busySlack times the amplification's slack; a settling
-// round (an idle database, DB.Checkpoint) by the policy itself. Batches
-// groups victims so that one rewrite copies at most about
-// Policy.FileBytes of live data.
+// the ratio over busyRatioDiv, busySlack times the amplification's
+// slack; a settling round (an idle database, DB.Checkpoint) by the
+// policy itself. Batches groups victims so that one rewrite copies at
+// most about Policy.FileBytes of live data.
 //
 // # The rewrite protocol (crash safety)
 //
