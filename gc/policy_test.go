@@ -115,18 +115,19 @@ func TestChooseMergeSmall(t *testing.T) {
 func TestChooseBusy(t *testing.T) {
 	p := Policy{LiveRatio: 0.5, SpaceAmp: 1.25, RoundBytes: 1 << 30, FileBytes: 1 << 30}
 	b := p.Busy()
-	if b.LiveRatio != 0.5/busyRatioDiv || b.SpaceAmp != 1+busySlack*0.25 || b.RoundBytes != p.RoundBytes || b.FileBytes != p.FileBytes {
+	if b.LiveRatio != 0.0625 || b.SpaceAmp != 1+busySlack*0.25 || b.RoundBytes != p.RoundBytes || b.FileBytes != p.FileBytes {
 		t.Fatalf("Busy() = %+v from %+v", b, p)
 	}
 	if one := (Policy{LiveRatio: 0.8, SpaceAmp: 1}).Busy(); one.SpaceAmp != 1 || one.LiveRatio != 0.1 {
 		t.Fatalf("Busy of a target of 1 = %+v, want SpaceAmp 1, LiveRatio 0.1", one)
 	}
-	// Total 1000, live 685 (1.46x): within the busy target (2.5), over
-	// the settled one (1.25).
+	// Total 1000, live 665 (1.50x): within the busy target (2.5), over
+	// the settled one (1.25). File 3, 0.2 live, is above the busy ratio
+	// (1/16) and below the settled one.
 	files := []manifest.FileMeta{
 		{ID: 1, Total: 100, Live: 0},
 		{ID: 2, Total: 100, Live: 5},
-		{ID: 3, Total: 100, Live: 40},
+		{ID: 3, Total: 100, Live: 20},
 		{ID: 4, Total: 100, Live: 70},
 		{ID: 5, Total: 200, Live: 170},
 		{ID: 6, Total: 400, Live: 400},
@@ -134,14 +135,15 @@ func TestChooseBusy(t *testing.T) {
 	if got := ids(Choose(files, b, nil)); !slices.Equal(got, []manifest.FileID{1, 2}) {
 		t.Fatalf("busy: %v, want [1 2]", got)
 	}
-	// Settled: 1, 2, 3 by ratio; after them the total is 745 (1.09x), so
+	// Settled: 1, 2, 3 by ratio; after them the total is 725 (1.09x), so
 	// not 4.
 	if got := ids(Choose(files, p, nil)); !slices.Equal(got, []manifest.FileID{1, 2, 3}) {
 		t.Fatalf("settled: %v, want [1 2 3]", got)
 	}
-	// Busy, over its target: live 215 of 1000 (4.65x) takes the least-live
-	// files until under 2.5x: 1 (4.19x), 2 (3.74x), 6 (2.16x); 5, at 0.2
-	// live, is above the busy ratio.
+	// Busy, over its target: live 195 of 1000 (5.13x) takes the
+	// least-live files until under 2.5x: 1 (4.62x), 2 (4.13x), then 6 for
+	// the amplification alone (0.15 live, above the busy ratio; 2.38x); 3
+	// and 5, at 0.2 live, stay.
 	files[4].Live, files[5].Live = 40, 60
 	if got := ids(Choose(files, b, nil)); !slices.Equal(got, []manifest.FileID{1, 2, 6}) {
 		t.Fatalf("busy over target: %v, want [1 2 6]", got)
