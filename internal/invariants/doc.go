@@ -6,7 +6,7 @@
 //
 // CloseChecker is the use-after-close checker of Snapshot, Txn and Iter.
 // The public API defines every use of an ended handle (ErrClosed,
-// ErrTxnDone: DESIGN §2, tested by the root's handles_test.go), so the
+// ErrTxnDone: errors.go, tested by the root's handles_test.go), so the
 // checker does not replace those checks: it sits on the engine's paths
 // that read or write through a handle after them (an iterator loading a
 // leaf through its snapshot's or txn's reader, a txn's read or write), and
