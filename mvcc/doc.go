@@ -16,7 +16,9 @@
 // after R sampled its start, so commit_ts > R.start (INV-T1).
 //
 // Retirement runs in txid order from the head of the begin queue. A
-// committed txn retires when commit_ts < W; an aborted one when its
+// committed txn retires when commit_ts <= W (every reader's start is at
+// least W, so it sees the txn; the newest commit retires without waiting
+// for the oracle to move again); an aborted one when its
 // compensations are installed, its end record is durable and the timestamp
 // drawn after the last compensation is < W. (Consolidation does not wait
 // for that: once the compensations are installed, Manager.RolledBack lets

@@ -340,7 +340,11 @@ func (m *Manager) Retire() int {
 func retirable(t *Txn, w, durable uint64) bool {
 	switch State(t.state.Load()) {
 	case Committed:
-		return t.commitTS.Load() < w
+		// <=: every reader's start is >= W, and commit_ts <= start is
+		// visible. (With <, the newest commit of a database that stopped
+		// writing would never retire, and every page it wrote would
+		// keep costing readers per-entry visibility work.)
+		return t.commitTS.Load() <= w
 	case Aborted:
 		d := t.doneTS.Load()
 		return d != 0 && d < w && t.endLSN.Load() <= durable

@@ -130,3 +130,32 @@ func BenchmarkRegisterParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestRetireNewestCommit: the newest commit retires once no reader is
+// older, without another timestamp being drawn after it (commit_ts equal
+// to the watermark is visible to every reader), so Low passes it; a
+// snapshot whose start is the commit keeps it retirable, an older reader
+// does not.
+func TestRetireNewestCommit(t *testing.T) {
+	m := NewManager(10, nil)
+	t1 := m.Begin()
+	var old, g Reg
+	before := m.RegisterSnapshot(&old) // an older reader
+	c := m.Commit(t1)
+	if s := m.RegisterSnapshot(&g); s != c || before >= c {
+		t.Fatalf("snapshot starts %d, %d; want below and at the commit %d", before, s, c)
+	}
+	m.Retire()
+	if m.Low() > t1.ID {
+		t.Fatalf("Low %d passed txn %d while a reader at %d (below its commit %d) is live", m.Low(), t1.ID, before, c)
+	}
+	m.reg.Unregister(&old)
+	m.Retire()
+	if low := m.Low(); low <= t1.ID {
+		t.Fatalf("Low %d: newest commit %d (commit_ts %d, oracle %d) did not retire with a snapshot at %d only", low, t1.ID, c, m.ts.Load(), c)
+	}
+	if m.ts.Load() != c {
+		t.Fatalf("oracle moved to %d after the commit at %d", m.ts.Load(), c)
+	}
+	m.reg.Unregister(&g)
+}
