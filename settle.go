@@ -157,12 +157,7 @@ func (db *DB) rebasePlain(n int) int {
 // whether it succeeded; a failure is counted and logged (unless the DB is
 // degraded, which reported its cause already) and retried at the next look.
 func (db *DB) idleCheckpoint() bool {
-	// Nothing was written for settleIdle: no page is about to be
-	// rewritten, so every frame is compressed (checkpoint.Env.Idle).
-	db.idle.checkpointing = true
-	err := db.ckpt.Attempt(true)
-	db.idle.checkpointing = false
-	if err != nil {
+	if err := db.settleCheckpoint(); err != nil {
 		if db.degraded.Load() == nil {
 			db.stats.bgErrors.Add(1)
 			db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
@@ -170,6 +165,16 @@ func (db *DB) idleCheckpoint() bool {
 		return false
 	}
 	return true
+}
+
+// settleCheckpoint cuts and publishes what is dirty for a settle step
+// (the idle one or Compact's). Every frame is compressed
+// (checkpoint.Env.Idle): no page is about to be rewritten.
+func (db *DB) settleCheckpoint() error {
+	db.idle.checkpointing = true
+	err := db.ckpt.Attempt(true)
+	db.idle.checkpointing = false
+	return err
 }
 
 // rotateCovered rotates the log segment when the last publish covers the

@@ -101,6 +101,7 @@ type Checkpointer struct {
 	env  LoopEnv
 	req  chan chan error // Checkpoint: cut now, reply after the publish
 	kick chan struct{}   // dirty bytes passed CheckpointBytes
+	do   chan func()     // Do: run a step on the loop's goroutine
 
 	count, bytes, framesWritten, framesSkipped, stalls atomic.Uint64
 	framesPlain                                        atomic.Uint64
@@ -117,7 +118,7 @@ type Checkpointer struct {
 
 // New returns a Checkpointer; Run starts its loop.
 func New(env LoopEnv) *Checkpointer {
-	return &Checkpointer{env: env, req: make(chan chan error), kick: make(chan struct{}, 1), published: make(chan struct{})}
+	return &Checkpointer{env: env, req: make(chan chan error), kick: make(chan struct{}, 1), do: make(chan func()), published: make(chan struct{})}
 }
 
 func (c *Checkpointer) publishedCh() chan struct{} {
@@ -236,6 +237,20 @@ func (c *Checkpointer) Checkpoint() error {
 	}
 }
 
+// Do runs f on the checkpointer goroutine, between two attempts, and
+// returns once f has returned; f may call Attempt and the LoopEnv steps.
+// It returns ErrClosed, without running f, if the loop stops first.
+func (c *Checkpointer) Do(f func()) error {
+	done := make(chan struct{})
+	select {
+	case c.do <- func() { f(); close(done) }:
+	case <-c.env.Stop:
+		return c.env.ErrClosed
+	}
+	<-done // the loop runs f to its end before it looks at Stop again
+	return nil
+}
+
 // Run is the checkpointer goroutine; it returns when Stop is closed.
 // After each attempt it runs the GC (CollectGarbage), so no other
 // manifest commit interleaves with a round.
@@ -258,6 +273,9 @@ func (c *Checkpointer) Run() {
 		case <-retry.C:
 		case <-settle.C:
 			c.env.Settle()
+			continue
+		case f := <-c.do:
+			f()
 			continue
 		}
 		err := c.Attempt(len(waiters) > 0)

@@ -190,7 +190,7 @@ func compactCmd() *cobra.Command {
 	var rounds int
 	c := &cobra.Command{
 		Use:     "compact DIR",
-		Short:   "Checkpoint and collect garbage until the data files settle; report bytes reclaimed",
+		Short:   "Consolidate every page, checkpoint and collect garbage until the data files settle; report bytes reclaimed",
 		Example: `  bwkv compact /tmp/db`,
 		Args:    args(1, "DIR"),
 		RunE: func(c *cobra.Command, a []string) (err error) {
@@ -204,9 +204,16 @@ func compactCmd() *cobra.Command {
 				return err
 			}
 			bar := newSpinner(c, "compacting")
-			// Each Checkpoint ends with a GC round; stop once a round
-			// changes nothing the manifest accounts.
-			prev := int64(-1)
+			// Compact settles the database (every leaf consolidated, the
+			// log rotated, GC rounds until none has work); the rounds
+			// after it only confirm that the data files hold still.
+			if err := db.Compact(c.Context()); err != nil {
+				bar.done()
+				db.Close()
+				return err
+			}
+			bar.add(1)
+			prev := db.Stats().GC.DataBytes
 			n := 0
 			for ; n < rounds; n++ {
 				if err := db.Checkpoint(); err != nil {
