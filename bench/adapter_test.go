@@ -98,7 +98,7 @@ func TestAdapterSmokeRun(t *testing.T) {
 
 // TestSettleWritesFiles checks that after prefill + settle every on-disk
 // engine has bytes under its directory (the disk_bytes and space_amp
-// columns), and that bwkv's settle step (DB.Checkpoint) wrote data files.
+// columns), and that bwkv's settle step (DB.Compact) wrote data files.
 func TestSettleWritesFiles(t *testing.T) {
 	for _, name := range Engines() {
 		if name == "quadratic" {
@@ -124,7 +124,7 @@ func TestSettleWritesFiles(t *testing.T) {
 			if name == "bwkv" {
 				data, err := filepath.Glob(filepath.Join(dir, "*.data"))
 				if err != nil || len(data) == 0 {
-					t.Fatalf("no data files after DB.Checkpoint: %v %v", data, err)
+					t.Fatalf("no data files after DB.Compact: %v %v", data, err)
 				}
 			}
 		})
