@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/vfs"
 )
 
 // compactWrites writes keys in random order, then overwrites a random
@@ -170,4 +171,70 @@ func TestCompactWhileWriting(t *testing.T) {
 	db = reopenGC(t, dir)
 	defer db.Close()
 	checkLatest(t, db, latest)
+}
+
+// TestCompactIOErrors: an I/O error at any of Compact's file operations
+// (sampled evenly, EIO and ENOSPC) makes Compact return an error that
+// wraps the fault or ErrReadOnly, or succeed if the step that failed is
+// retried, never hang or lose data: after a reopen every key reads its
+// latest value and Check passes.
+func TestCompactIOErrors(t *testing.T) {
+	run := func(failAt int64, kind vfs.FaultKind) (total int64, compactErr error, fs *vfs.MemFS) {
+		fs = vfs.NewMem()
+		inj := vfs.NewInjector(fs)
+		opts := func(fs vfs.FS) *bwkv.Options {
+			return bwkv.WithTestSettle(&bwkv.Options{FS: fs, CheckpointBytes: 256 << 10, DataFileBytes: 256 << 10,
+				WALSegmentBytes: 1 << 20, MaxValueSize: 4 << 10, MaxKeySize: 1 << 10}, time.Hour, time.Hour)
+		}
+		db, err := bwkv.Open("db", opts(inj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest, _ := compactWrites(t, db, 800, 100)
+		if err := db.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		base := inj.Ops()
+		if failAt > 0 {
+			inj.SetFailAt(base+failAt, kind)
+		}
+		compactErr = db.Compact(context.Background())
+		total = inj.Ops() - base
+		db.Close()
+		rdb, err := bwkv.Open("db", opts(fs))
+		if err != nil {
+			t.Fatalf("fail at %d (%v): reopen: %v", failAt, kind, err)
+		}
+		defer rdb.Close()
+		checkLatest(t, rdb, latest)
+		if err := rdb.Check(context.Background()); err != nil {
+			t.Fatalf("fail at %d (%v): Check: %v", failAt, kind, err)
+		}
+		return total, compactErr, fs
+	}
+	total, err, _ := run(0, vfs.FaultNone)
+	if err != nil || total == 0 {
+		t.Fatalf("clean Compact: %v after %d file operations", err, total)
+	}
+	samples := total // every operation
+	if testing.Short() || raceEnabled {
+		samples = min(total, 12) // about 0.2 s a run under the race detector
+	}
+	failed := 0
+	for s := int64(0); s < samples; s++ {
+		i := 1 + s*(total-1)/max(samples-1, 1)
+		for _, kind := range []vfs.FaultKind{vfs.FaultEIO, vfs.FaultENOSPC} {
+			_, err, _ := run(i, kind)
+			if err != nil {
+				failed++
+				if !errors.Is(err, vfs.ErrInjected) && !errors.Is(err, bwkv.ErrReadOnly) {
+					t.Fatalf("%v at op %d of %d: Compact returned %v, which wraps neither the fault nor ErrReadOnly", kind, i, total, err)
+				}
+			}
+		}
+	}
+	t.Logf("%d file operations in a clean Compact; %d of %d faulted runs returned an error", total, failed, 2*samples)
+	if failed == 0 {
+		t.Fatal("no injected fault reached Compact's caller")
+	}
 }
