@@ -20,7 +20,7 @@
 // least W, so it sees the txn; the newest commit retires without waiting
 // for the oracle to move again); an aborted one when its
 // compensations are installed, its end record is durable and the timestamp
-// drawn after the last compensation is < W. (Consolidation does not wait
+// drawn after the last compensation is <= W. (Consolidation does not wait
 // for that: once the compensations are installed, Manager.RolledBack lets
 // it drop the txn's versions with their CLRs, which no reader sees.)
 // W = min(ts at the scan's start,

@@ -346,8 +346,11 @@ func retirable(t *Txn, w, durable uint64) bool {
 		// keep costing readers per-entry visibility work.)
 		return t.commitTS.Load() <= w
 	case Aborted:
+		// d was drawn after the last compensation was installed: a
+		// reader whose start is at or above it loads pages with the
+		// CLRs, and one below it holds W below d.
 		d := t.doneTS.Load()
-		return d != 0 && d < w && t.endLSN.Load() <= durable
+		return d != 0 && d <= w && t.endLSN.Load() <= durable
 	default:
 		return false
 	}

@@ -159,3 +159,29 @@ func TestRetireNewestCommit(t *testing.T) {
 	}
 	m.reg.Unregister(&g)
 }
+
+// TestRetireNewestRollback: a rolled-back txn whose end is durable
+// retires once no reader is older than the timestamp drawn after its
+// compensations, even when that is the oracle's latest value.
+func TestRetireNewestRollback(t *testing.T) {
+	m := NewManager(10, func() uint64 { return 1 << 40 })
+	t1 := m.Begin()
+	var old, g Reg
+	before := m.RegisterSnapshot(&old) // a reader older than the rollback
+	m.SetAborted(t1)
+	m.FinishAbort(t1, 100)
+	d := m.ts.Load()
+	if s := m.RegisterSnapshot(&g); s != d || before >= d {
+		t.Fatalf("snapshot starts %d, %d; want below and at the rollback's timestamp %d", before, s, d)
+	}
+	m.Retire()
+	if m.Low() > t1.ID {
+		t.Fatalf("Low %d passed rolled-back txn %d while a reader at %d (below %d) is live", m.Low(), t1.ID, before, d)
+	}
+	m.reg.Unregister(&old)
+	m.Retire()
+	if low := m.Low(); low <= t1.ID {
+		t.Fatalf("Low %d: rolled-back txn %d (done at %d, oracle %d) did not retire with a snapshot at %d only", low, t1.ID, d, m.ts.Load(), d)
+	}
+	m.reg.Unregister(&g)
+}
