@@ -179,8 +179,8 @@ func TestCompactWhileWriting(t *testing.T) {
 // retried, never hang or lose data: after a reopen every key reads its
 // latest value and Check passes.
 func TestCompactIOErrors(t *testing.T) {
-	run := func(failAt int64, kind vfs.FaultKind) (total int64, compactErr error, fs *vfs.MemFS) {
-		fs = vfs.NewMem()
+	run := func(failAt int64, kind vfs.FaultKind) (total int64, compactErr error) {
+		fs := vfs.NewMem()
 		inj := vfs.NewInjector(fs)
 		opts := func(fs vfs.FS) *bwkv.Options {
 			return bwkv.WithTestSettle(&bwkv.Options{FS: fs, CheckpointBytes: 256 << 10, DataFileBytes: 256 << 10,
@@ -210,9 +210,9 @@ func TestCompactIOErrors(t *testing.T) {
 		if err := rdb.Check(context.Background()); err != nil {
 			t.Fatalf("fail at %d (%v): Check: %v", failAt, kind, err)
 		}
-		return total, compactErr, fs
+		return total, compactErr
 	}
-	total, err, _ := run(0, vfs.FaultNone)
+	total, err := run(0, vfs.FaultNone)
 	if err != nil || total == 0 {
 		t.Fatalf("clean Compact: %v after %d file operations", err, total)
 	}
@@ -224,7 +224,7 @@ func TestCompactIOErrors(t *testing.T) {
 	for s := int64(0); s < samples; s++ {
 		i := 1 + s*(total-1)/max(samples-1, 1)
 		for _, kind := range []vfs.FaultKind{vfs.FaultEIO, vfs.FaultENOSPC} {
-			_, err, _ := run(i, kind)
+			_, err := run(i, kind)
 			if err != nil {
 				failed++
 				if !errors.Is(err, vfs.ErrInjected) && !errors.Is(err, bwkv.ErrReadOnly) {
