@@ -20,9 +20,10 @@ const compactMaxSweeps = 4
 // chain holds deltas into one new base, checkpoints those pages
 // (compressed with the database's codec), rotates and recycles the log
 // segment the checkpoints cover, and runs data-file GC rounds until no
-// file is due. Afterwards scans walk every leaf's base in place and the
-// directory holds about its live data. Call it after a bulk load, before
-// a read-mostly phase or a backup.
+// file is due. Afterwards reads find no delta chain to walk and the
+// directory holds about its live data (versions an open snapshot or
+// transaction still needs stay). Call it after a bulk load, before a
+// read-mostly phase or a backup.
 //
 // Reads and writes go on meanwhile; Compact works in bounded steps on
 // the checkpointer's goroutine, so checkpoints are not held up. Leaves

@@ -238,3 +238,31 @@ func TestCompactIOErrors(t *testing.T) {
 		t.Fatal("no injected fault reached Compact's caller")
 	}
 }
+
+// TestCompactClose: Close while Compact runs; Compact returns nil or
+// ErrClosed, and Close returns.
+func TestCompactClose(t *testing.T) {
+	dir := t.TempDir()
+	db, err := bwkv.Open(dir, bwkv.WithTestSettle(&bwkv.Options{Durability: bwkv.DurabilityRelaxed, CheckpointBytes: 1 << 20}, time.Hour, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, _ := compactWrites(t, db, 4000, 200)
+	done := make(chan error, 1)
+	go func() { done <- db.Compact(context.Background()) }()
+	time.Sleep(time.Millisecond)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, bwkv.ErrClosed) {
+			t.Fatalf("Compact during Close: %v, want nil or ErrClosed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Compact did not return after Close")
+	}
+	db = reopenGC(t, dir)
+	defer db.Close()
+	checkLatest(t, db, latest)
+}
