@@ -57,7 +57,8 @@
 // checkpoints what is dirty, consolidates resident pages whose durable
 // chain holds deltas, rotates and recycles the covered log segment and
 // runs GC rounds until none has work, so an idle directory holds little
-// more than the live data.
+// more than the live data. DB.Compact does the same at once (after a bulk
+// load, say).
 //
 // # Compression
 //
