@@ -169,7 +169,8 @@ func (db *DB) idleCheckpoint() bool {
 
 // settleCheckpoint cuts and publishes what is dirty for a settle step
 // (the idle one or Compact's). Every frame is compressed
-// (checkpoint.Env.Idle): no page is about to be rewritten.
+// (checkpoint.Env.Idle): the idle settle runs when no page is about to be
+// rewritten, and Compact's caller asked for the settled form.
 func (db *DB) settleCheckpoint() error {
 	db.idle.checkpointing = true
 	err := db.ckpt.Attempt(true)

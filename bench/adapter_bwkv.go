@@ -179,7 +179,9 @@ func (b bwkvBatch) Rollback() error {
 	return err
 }
 
-// Settle cuts and publishes a checkpoint (docs/crash-safety.md).
+// Settle runs DB.Compact: a checkpoint, then every leaf's chain
+// consolidated, the log rotated and GC rounds (docs/crash-safety.md,
+// "Settling an idle database").
 func (e *bwkvEngine) Settle() error { return e.db.Compact(context.Background()) }
 
 func (e *bwkvEngine) Info() Info {
