@@ -106,7 +106,7 @@ func spareBytes(t *testing.T, dir string) (n int, bytes int64) {
 
 // TestGCSteadyUpdates: random overwrites of a fixed key set with small
 // checkpoints. Data files get rewritten and deleted, the directory stays
-// within 2.5x the live data while the writes go on and settles within
+// within 2.75x the live data while the writes go on and settles within
 // about 1.5x, every key reads its latest value, and a reopen gives the
 // same state.
 func TestGCSteadyUpdates(t *testing.T) {
@@ -164,14 +164,14 @@ func TestGCSteadyUpdates(t *testing.T) {
 		t.Fatalf("directory is %.2fx the live data, want about 1.5x at most", amp)
 	}
 	// While the writes went on, the busy rounds let the data files reach
-	// 1 + 6 x (GCSpaceAmp - 1) = 2.5x their live bytes (gc.Policy.Busy);
-	// between rounds the log adds less than a checkpoint's worth, and the
-	// rounds keep the data files well inside that bound (peaks 2.05-2.2
-	// here, 2.4-2.55 with the busy rounds made inert: these files empty
-	// fast, so this is the contract's bound, and TestChooseBusy pins the
-	// policy's constants).
-	if peak > 2.5 {
-		t.Fatalf("during the writes the directory peaked at %.2fx the live data, want at most 2.5x", peak)
+	// 1 + 6 x (GCSpaceAmp - 1) = 2.5x their live bytes (gc.Policy.Busy),
+	// and the log and the manifest add to the directory: 2.75x leaves them
+	// a quarter. The rounds keep it well inside that (peaks 2.05-2.25
+	// here; 2.4-2.55 with the busy rounds made inert, as these small files
+	// also empty fast). This pins the bound; TestChooseBusy pins the
+	// policy's constants.
+	if peak > 2.75 {
+		t.Fatalf("during the writes the directory peaked at %.2fx the live data, want at most 2.75x", peak)
 	}
 	if n, b := spareBytes(t, dir); n > 2 || b > 2*gcOpts().WALSegmentBytes {
 		t.Fatalf("%d spare log segments of %d bytes, want at most 2 of WALSegmentBytes", n, b)
