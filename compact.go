@@ -1,11 +1,6 @@
 package bwkv
 
-import (
-	"context"
-	"errors"
-
-	"github.com/bwkv/bwkv/wal"
-)
+import "context"
 
 // compactMaxSweeps bounds Compact while writes go on: after this many
 // passes over the whole page table it returns even if writers keep
@@ -46,7 +41,7 @@ func (db *DB) Compact(ctx context.Context) error {
 		}
 		var done, wrapped bool
 		var err error
-		if derr := db.ckpt.Do(func() { done, wrapped, err = db.compactStep() }); derr != nil {
+		if derr := db.ckpt.Do(func() { done, wrapped, err = db.settleStep(settleSquashPages) }); derr != nil {
 			return derr
 		}
 		if err != nil {
@@ -59,32 +54,4 @@ func (db *DB) Compact(ctx context.Context) error {
 			return nil
 		}
 	}
-}
-
-// compactStep is one bounded step of Compact, on the checkpointer
-// goroutine: the idle settle's look (settle) without its wait for
-// idleness, reporting its failures instead of retrying them later. done
-// reports a step that found nothing left to consolidate in a whole pass
-// and no GC work; wrapped that its pass reached the last page.
-func (db *DB) compactStep() (done, wrapped bool, err error) {
-	if db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil {
-		if err := db.settleCheckpoint(); err != nil {
-			return false, false, err
-		}
-	}
-	squashed, wrapped := db.squashChains()
-	squashed += db.rebasePlain(settleSquashPages - squashed)
-	if squashed > 0 {
-		if err := db.settleCheckpoint(); err != nil {
-			return false, wrapped, err
-		}
-	}
-	if err := db.rotateCovered(); err != nil {
-		if errors.Is(err, wal.ErrFailed) {
-			return false, wrapped, db.degrade(err)
-		}
-		return false, wrapped, err
-	}
-	more := db.gc.worker.Collect(true)
-	return !more && wrapped && squashed == 0, wrapped, nil
 }

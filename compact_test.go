@@ -41,6 +41,19 @@ func compactWrites(t *testing.T, db *bwkv.DB, keys, valSize int) (map[string]str
 	return latest, live
 }
 
+// checkAfterReopen checks that every key reads its latest value, closes
+// db, reopens dir and checks again; it returns the reopened DB.
+func checkAfterReopen(t *testing.T, db *bwkv.DB, dir string, latest map[string]string) *bwkv.DB {
+	t.Helper()
+	checkLatest(t, db, latest)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = reopenGC(t, dir)
+	checkLatest(t, db, latest)
+	return db
+}
+
 // TestCompact: after random inserts and overwrites, Compact leaves no
 // leaf with a delta chain, the data files within GCSpaceAmp and the whole
 // directory within 1.3x the live keys and values, at once rather than
@@ -81,13 +94,8 @@ func TestCompact(t *testing.T) {
 	if st.BackgroundErrors != 0 {
 		t.Fatalf("%d background errors", st.BackgroundErrors)
 	}
-	checkLatest(t, db, latest)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = reopenGC(t, dir)
-	defer db.Close()
-	checkLatest(t, db, latest)
+	db = checkAfterReopen(t, db, dir, latest)
+	db.Close()
 }
 
 // TestCompactErrors: a cancelled context, a closed database and a
@@ -164,13 +172,8 @@ func TestCompactWhileWriting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Compact while writing: %v", err)
 	}
-	checkLatest(t, db, latest)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = reopenGC(t, dir)
-	defer db.Close()
-	checkLatest(t, db, latest)
+	db = checkAfterReopen(t, db, dir, latest)
+	db.Close()
 }
 
 // TestCompactIOErrors: an I/O error at any of Compact's file operations

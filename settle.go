@@ -77,34 +77,59 @@ func (db *DB) settle() {
 	if s.settled || db.readOnly.Load() || time.Since(s.since) < idle {
 		return
 	}
-	if (db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil) && !db.idleCheckpoint() {
+	rebase := settleSquashPages
+	if reading {
+		rebase = settleRebaseBusy
+	}
+	done, _, err := db.settleStep(rebase)
+	if err != nil {
+		// Retried at the next look; a degraded DB reported its cause
+		// already.
+		if db.degraded.Load() == nil {
+			db.stats.bgErrors.Add(1)
+			db.log.Warn("bwkv: idle settle failed; will retry", "err", err)
+		}
 		return
+	}
+	s.settled = done
+}
+
+// settleStep is one bounded step of settling, the idle settle's look
+// and each of Compact's, on the checkpointer goroutine: it checkpoints
+// what is dirty, consolidates up to settleSquashPages leaves whose chain
+// holds deltas and rewrites up to rebase pages stored plain (within the
+// same budget), checkpoints those, rotates the covered log segment and
+// runs a bounded GC round. done reports that a whole pass found nothing
+// to consolidate and the GC has no more work; wrapped that this step's
+// pass reached the last page. A failed log fsync degrades the DB (it is
+// never retried: docs/formats.md); other failures are returned for the
+// caller to retry or report.
+func (db *DB) settleStep(rebase int) (done, wrapped bool, err error) {
+	if db.gens.Hot().Frames() > 0 || db.gens.Sealed() != nil {
+		if err := db.settleCheckpoint(); err != nil {
+			return false, false, err
+		}
 	}
 	// Pages whose durable chain has deltas are consolidated and written
 	// again as one base: the old chain becomes junk (a base and the
 	// deltas above it repeat versions), which the GC then reclaims.
 	squashed, wrapped := db.squashChains()
-	rebase := settleSquashPages - squashed
-	if reading {
-		rebase = min(rebase, settleRebaseBusy)
-	}
-	squashed += db.rebasePlain(rebase)
-	if squashed > 0 && !db.idleCheckpoint() {
-		return
+	squashed += db.rebasePlain(min(settleSquashPages-squashed, rebase))
+	if squashed > 0 {
+		if err := db.settleCheckpoint(); err != nil {
+			return false, wrapped, err
+		}
 	}
 	if err := db.rotateCovered(); err != nil {
 		if errors.Is(err, wal.ErrFailed) {
-			db.degrade(err) // a failed log fsync is never retried (docs/formats.md)
-			return
+			return false, wrapped, db.degrade(err)
 		}
-		db.stats.bgErrors.Add(1)
-		db.log.Warn("bwkv: idle log rotation failed; will retry", "err", err)
-		return
+		return false, wrapped, err
 	}
 	// Bounded rounds (RoundBytes each, yielding to a due checkpoint); the
-	// next look runs another while one reports more.
+	// next step runs another while one reports more.
 	more := db.gc.worker.Collect(true)
-	s.settled = !more && wrapped && squashed == 0
+	return !more && wrapped && squashed == 0, wrapped, nil
 }
 
 // squashChains consolidates up to settleSquashPages resident leaves whose
@@ -151,20 +176,6 @@ func (db *DB) rebasePlain(n int) int {
 		done++
 	}
 	return done
-}
-
-// idleCheckpoint publishes what is dirty for the settle step and reports
-// whether it succeeded; a failure is counted and logged (unless the DB is
-// degraded, which reported its cause already) and retried at the next look.
-func (db *DB) idleCheckpoint() bool {
-	if err := db.settleCheckpoint(); err != nil {
-		if db.degraded.Load() == nil {
-			db.stats.bgErrors.Add(1)
-			db.log.Warn("bwkv: idle checkpoint failed; will retry", "err", err)
-		}
-		return false
-	}
-	return true
 }
 
 // settleCheckpoint cuts and publishes what is dirty for a settle step

@@ -131,57 +131,45 @@ func BenchmarkRegisterParallel(b *testing.B) {
 	})
 }
 
-// TestRetireNewestCommit: the newest commit retires once no reader is
-// older, without another timestamp being drawn after it (commit_ts equal
-// to the watermark is visible to every reader), so Low passes it; a
-// snapshot whose start is the commit keeps it retirable, an older reader
-// does not.
-func TestRetireNewestCommit(t *testing.T) {
-	m := NewManager(10, nil)
-	t1 := m.Begin()
-	var old, g Reg
-	before := m.RegisterSnapshot(&old) // an older reader
-	c := m.Commit(t1)
-	if s := m.RegisterSnapshot(&g); s != c || before >= c {
-		t.Fatalf("snapshot starts %d, %d; want below and at the commit %d", before, s, c)
+// TestRetireNewest: the newest commit, or the newest rollback whose end
+// is durable, retires once no reader is older than its timestamp (the
+// commit's, or the one drawn after the compensations), without another
+// timestamp being drawn after it: a reader at that timestamp sees the
+// outcome, so Low passes the txn; an older reader holds it back.
+func TestRetireNewest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(m *Manager, t1 *Txn) uint64 // ends t1, returns its timestamp
+	}{
+		{"commit", func(m *Manager, t1 *Txn) uint64 { return m.Commit(t1) }},
+		{"rollback", func(m *Manager, t1 *Txn) uint64 {
+			m.SetAborted(t1)
+			m.FinishAbort(t1, 100)
+			return m.ts.Load()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewManager(10, func() uint64 { return 1 << 40 })
+			t1 := m.Begin()
+			var old, g Reg
+			before := m.RegisterSnapshot(&old) // an older reader
+			ts := tc.end(m, t1)
+			if s := m.RegisterSnapshot(&g); s != ts || before >= ts {
+				t.Fatalf("snapshot starts %d, %d; want below and at txn %d's timestamp %d", before, s, t1.ID, ts)
+			}
+			m.Retire()
+			if m.Low() > t1.ID {
+				t.Fatalf("Low %d passed txn %d while a reader at %d (below its timestamp %d) is live", m.Low(), t1.ID, before, ts)
+			}
+			m.reg.Unregister(&old)
+			m.Retire()
+			if low := m.Low(); low <= t1.ID {
+				t.Fatalf("Low %d: txn %d (timestamp %d, oracle %d) did not retire with a snapshot at %d only", low, t1.ID, ts, m.ts.Load(), ts)
+			}
+			if m.ts.Load() != ts {
+				t.Fatalf("oracle moved to %d after txn %d's timestamp %d", m.ts.Load(), t1.ID, ts)
+			}
+			m.reg.Unregister(&g)
+		})
 	}
-	m.Retire()
-	if m.Low() > t1.ID {
-		t.Fatalf("Low %d passed txn %d while a reader at %d (below its commit %d) is live", m.Low(), t1.ID, before, c)
-	}
-	m.reg.Unregister(&old)
-	m.Retire()
-	if low := m.Low(); low <= t1.ID {
-		t.Fatalf("Low %d: newest commit %d (commit_ts %d, oracle %d) did not retire with a snapshot at %d only", low, t1.ID, c, m.ts.Load(), c)
-	}
-	if m.ts.Load() != c {
-		t.Fatalf("oracle moved to %d after the commit at %d", m.ts.Load(), c)
-	}
-	m.reg.Unregister(&g)
-}
-
-// TestRetireNewestRollback: a rolled-back txn whose end is durable
-// retires once no reader is older than the timestamp drawn after its
-// compensations, even when that is the oracle's latest value.
-func TestRetireNewestRollback(t *testing.T) {
-	m := NewManager(10, func() uint64 { return 1 << 40 })
-	t1 := m.Begin()
-	var old, g Reg
-	before := m.RegisterSnapshot(&old) // a reader older than the rollback
-	m.SetAborted(t1)
-	m.FinishAbort(t1, 100)
-	d := m.ts.Load()
-	if s := m.RegisterSnapshot(&g); s != d || before >= d {
-		t.Fatalf("snapshot starts %d, %d; want below and at the rollback's timestamp %d", before, s, d)
-	}
-	m.Retire()
-	if m.Low() > t1.ID {
-		t.Fatalf("Low %d passed rolled-back txn %d while a reader at %d (below %d) is live", m.Low(), t1.ID, before, d)
-	}
-	m.reg.Unregister(&old)
-	m.Retire()
-	if low := m.Low(); low <= t1.ID {
-		t.Fatalf("Low %d: rolled-back txn %d (done at %d, oracle %d) did not retire with a snapshot at %d only", low, t1.ID, d, m.ts.Load(), d)
-	}
-	m.reg.Unregister(&g)
 }
