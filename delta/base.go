@@ -383,7 +383,17 @@ func (bd *Builder) AddChild(sep []byte, child uint64) {
 // Finish returns the built page. low and high are copied. The builder must
 // not be used afterwards.
 func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {
-	b := &Base{
+	b := new(Base)
+	bd.FinishInto(b, low, high, sibling, level)
+	return b
+}
+
+// FinishInto builds the page into b, memory the caller allocated (a page
+// state's, say, so the two share an allocation); b's previous contents
+// are overwritten. low and high are copied. The builder must not be used
+// afterwards.
+func (bd *Builder) FinishInto(b *Base, low, high []byte, sibling uint64, level uint8) {
+	*b = Base{
 		ents:    bd.ents,
 		keys:    bd.keys,
 		vals:    bd.vals,
@@ -394,5 +404,4 @@ func (bd *Builder) Finish(low, high []byte, sibling uint64, level uint8) *Base {
 	b.setFences(low, high, high != nil)
 	b.summarize()
 	*bd = Builder{}
-	return b
 }

@@ -383,6 +383,19 @@ func (c *Contents) SplitKey() (idx int, key []byte) {
 
 // Build returns a base holding distinct keys [from, to) of the contents.
 func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.Base {
+	bd := c.builder(from, to)
+	return bd.Finish(low, high, sibling, 0)
+}
+
+// BuildState returns a state holding only the base Build would return,
+// allocated with it (NewState).
+func (c *Contents) BuildState(from, to int, low, high []byte, sibling uint64) *Page {
+	bd := c.builder(from, to)
+	return NewState(&bd, low, high, sibling, 0)
+}
+
+// builder returns a builder holding distinct keys [from, to).
+func (c *Contents) builder(from, to int) delta.Builder {
 	var bd delta.Builder
 	if from < to {
 		s := c.keyStart[from]
@@ -400,7 +413,7 @@ func (c *Contents) Build(from, to int, low, high []byte, sibling uint64) *delta.
 			bd.Add(v.key, v.val, v.txid, v.seq, v.flags)
 		}
 	}
-	return bd.Finish(low, high, sibling, 0)
+	return bd
 }
 
 // baseVisible walks the base's keys in [lo, hi) with the resolved chain

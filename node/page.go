@@ -34,6 +34,25 @@ type Page struct {
 	sorted atomic.Pointer[sortedChain]
 }
 
+// joint is a state without a chain and its base, allocated together. A
+// descent, and a scan's hop to a sibling, reads a page's state and then
+// its base: side by side they cost fewer cache misses than two objects
+// allocated apart.
+type joint struct {
+	st Page
+	b  delta.Base
+}
+
+// NewState builds bd's page (as delta.Builder.Finish does) and returns a
+// state holding only that base, the two in one allocation. The builder
+// must not be used afterwards.
+func NewState(bd *delta.Builder, low, high []byte, sibling uint64, level uint8) *Page {
+	j := new(joint)
+	bd.FinishInto(&j.b, low, high, sibling, level)
+	j.st.Base = &j.b
+	return &j.st
+}
+
 // sortEntryBytes is the memory one chain delta takes in a sortedChain
 // (a ver), counted per delta at Prepend so the cache budget owns it.
 const sortEntryBytes = 64

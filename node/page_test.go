@@ -1,9 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/bwkv/bwkv/delta"
 )
 
 // TestVersionsAndHas: Versions yields a key's chain versions newest first,
@@ -44,5 +47,52 @@ func TestVersionsAndHas(t *testing.T) {
 		if p.Has([]byte(key), 99, 0) {
 			t.Fatalf("Has(%s, 99) = true", key)
 		}
+	}
+}
+
+// TestNewState: NewState builds the same base as Finish, with a state of
+// its own holding only that base, and the state costs no allocation of its
+// own (it shares the base's: the point of NewState). A NewState that
+// allocated the two apart, or built a different base, fails.
+func TestNewState(t *testing.T) {
+	fill := func(bd *delta.Builder) {
+		for i := range 20 {
+			bd.Add(fmt.Appendf(nil, "k%03d", i), fmt.Appendf(nil, "value %d", i), uint64(i+1), 1, 0)
+		}
+	}
+	var fb, pb delta.Builder
+	fill(&fb)
+	fill(&pb)
+	want := fb.Finish([]byte("k"), []byte("l"), 7, 0)
+	st := NewState(&pb, []byte("k"), []byte("l"), 7, 0)
+	b := st.Base
+	if st.Head != nil || st.Len != 0 || st.Stub != nil || st.Removed {
+		t.Fatalf("NewState's state is not the base alone: %+v", st)
+	}
+	if string(b.Low) != "k" || string(b.High) != "l" || b.Sibling != 7 || b.Level != 0 || b.Keys != want.Keys || b.Len() != want.Len() ||
+		b.MaxTxID != want.MaxTxID || b.Simple != want.Simple {
+		t.Fatalf("NewState's base differs from Finish's: %+v vs %+v", b, want)
+	}
+	for i := range want.Len() {
+		if !bytes.Equal(b.KeyAt(i), want.KeyAt(i)) || !bytes.Equal(b.ValueAt(i), want.ValueAt(i)) || b.TxIDAt(i) != want.TxIDAt(i) {
+			t.Fatalf("entry %d: %q=%q@%d, want %q=%q@%d", i, b.KeyAt(i), b.ValueAt(i), b.TxIDAt(i), want.KeyAt(i), want.ValueAt(i), want.TxIDAt(i))
+		}
+	}
+	if i := b.Search([]byte("k010")); i != 10 {
+		t.Fatalf("Search(k010) = %d on NewState's base", i)
+	}
+	key, val := []byte("k"), []byte("v")
+	finish := testing.AllocsPerRun(100, func() {
+		var bd delta.Builder
+		bd.Add(key, val, 1, 1, 0)
+		_ = bd.Finish(nil, nil, 0, 0)
+	})
+	joint := testing.AllocsPerRun(100, func() {
+		var bd delta.Builder
+		bd.Add(key, val, 1, 1, 0)
+		_ = NewState(&bd, nil, nil, 0, 0)
+	})
+	if joint != finish {
+		t.Fatalf("NewState makes %v allocations, Finish %v: the state should share the base's", joint, finish)
 	}
 }

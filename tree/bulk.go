@@ -64,9 +64,9 @@ func (t *Tree) bulkLeaves(next func() (key, value []byte, ok bool, err error), t
 		if pid == 0 {
 			pid = t.pt.Alloc()
 		}
-		b := bd.Finish(low, high, uint64(sibling), 0)
-		t.bulkInstall(pid, b)
-		seps = append(seps, sepChild{low: b.Low, pid: pid})
+		st := node.NewState(&bd, low, high, uint64(sibling), 0)
+		t.bulkInstall(pid, st)
+		seps = append(seps, sepChild{low: st.Base.Low, pid: pid})
 		if first {
 			seps[len(seps)-1].low = nil
 		}
@@ -101,7 +101,7 @@ func (t *Tree) bulkLeaves(next func() (key, value []byte, ok bool, err error), t
 	}
 	if first {
 		// One leaf: it is the root.
-		t.replaceRoot(bd.Finish(nil, nil, 0, 0))
+		t.replaceRoot(node.NewState(&bd, nil, nil, 0, 0))
 		return nil, nil
 	}
 	finish(nil, 0)
@@ -158,30 +158,30 @@ func (t *Tree) groupInner(seps []sepChild) [][]sepChild {
 	return append(groups, seps[start:])
 }
 
-func buildInnerSeps(g []sepChild, low, high []byte, sibling pagetable.PID, level uint8) *delta.Base {
+func buildInnerSeps(g []sepChild, low, high []byte, sibling pagetable.PID, level uint8) *node.Page {
 	var bd delta.Builder
 	for _, s := range g {
 		bd.AddChild(s.low, uint64(s.pid))
 	}
-	return bd.Finish(low, high, uint64(sibling), level)
+	return node.NewState(&bd, low, high, uint64(sibling), level)
 }
 
 // bulkInstall publishes a new page built by BulkLoad in one hold of the gate.
-func (t *Tree) bulkInstall(pid pagetable.PID, b *delta.Base) {
+func (t *Tree) bulkInstall(pid pagetable.PID, st *node.Page) {
 	tok := t.env.Gens.Enter()
 	slot := t.pt.Slot(pid)
 	slot.Mu.Lock()
-	t.publish(slot, pid, nil, &node.Page{Base: t.addr(b)}, 1)
+	t.publish(slot, pid, nil, t.addrPage(st), 1)
 	slot.Mu.Unlock()
 	t.env.Gens.Exit(tok)
 }
 
-// replaceRoot publishes b as the root's new state.
-func (t *Tree) replaceRoot(b *delta.Base) {
+// replaceRoot publishes st as the root's new state.
+func (t *Tree) replaceRoot(st *node.Page) {
 	tok := t.env.Gens.Enter()
 	slot := t.pt.Slot(RootPID)
 	slot.Mu.Lock()
-	t.publish(slot, RootPID, slot.Load(), &node.Page{Base: t.addr(b)}, 1)
+	t.publish(slot, RootPID, slot.Load(), t.addrPage(st), 1)
 	slot.Mu.Unlock()
 	t.env.Gens.Exit(tok)
 }

@@ -141,7 +141,7 @@ func (t *Tree) compactFull(pid pagetable.PID, need func(*node.Page) bool) (*spli
 	if !need(p) {
 		return nil, true
 	}
-	np, sp, _ := t.consolidate(pid, p)
+	np, sp, _ := t.consolidate(pid, p, true)
 	t.publish(slot, pid, p, np, 1)
 	return sp, true
 }

@@ -30,12 +30,12 @@ func innerEntries(b *delta.Base, at int, sep []byte, child uint64, skip int) ([]
 	return keys, kids
 }
 
-func buildInner(keys [][]byte, kids []uint64, low, high []byte, sibling uint64, level uint8) *delta.Base {
+func buildInner(keys [][]byte, kids []uint64, low, high []byte, sibling uint64, level uint8) *node.Page {
 	var bd delta.Builder
 	for i := range keys {
 		bd.AddChild(keys[i], kids[i])
 	}
-	return bd.Finish(low, high, sibling, level)
+	return node.NewState(&bd, low, high, sibling, level)
 }
 
 // post inserts a split's separator into the page one level up, splitting
@@ -88,7 +88,7 @@ func (t *Tree) postOnce(sp *split) (*split, error) {
 		}
 		keys, kids := innerEntries(b, i+1, sp.sep, uint64(sp.right), -1)
 		if len(keys) <= t.cfg.SplitEntries {
-			t.publish(slot, pid, p, &node.Page{Base: t.addr(buildInner(keys, kids, b.Low, b.High, b.Sibling, b.Level))}, 1)
+			t.publish(slot, pid, p, t.addrPage(buildInner(keys, kids, b.Low, b.High, b.Sibling, b.Level)), 1)
 			slot.Mu.Unlock()
 			return nil, nil
 		}
@@ -97,19 +97,19 @@ func (t *Tree) postOnce(sp *split) (*split, error) {
 		if pid == RootPID {
 			t.rootSplits.Add(1)
 			lpid, rpid := t.pt.Alloc(), t.pt.Alloc()
-			t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(buildInner(keys[k:], kids[k:], sep, nil, 0, b.Level))}, 1)
-			t.publish(t.pt.Slot(lpid), lpid, nil, &node.Page{Base: t.addr(buildInner(keys[:k], kids[:k], nil, sep, uint64(rpid), b.Level))}, 1)
+			t.publish(t.pt.Slot(rpid), rpid, nil, t.addrPage(buildInner(keys[k:], kids[k:], sep, nil, 0, b.Level)), 1)
+			t.publish(t.pt.Slot(lpid), lpid, nil, t.addrPage(buildInner(keys[:k], kids[:k], nil, sep, uint64(rpid), b.Level)), 1)
 			var bd delta.Builder
 			bd.AddChild(nil, uint64(lpid))
 			bd.AddChild(sep, uint64(rpid))
-			t.publish(slot, pid, p, &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, b.Level+1))}, 1)
+			t.publish(slot, pid, p, t.addrPage(node.NewState(&bd, nil, nil, 0, b.Level+1)), 1)
 			slot.Mu.Unlock()
 			return nil, nil
 		}
 		t.splits.Add(1)
 		rpid := t.pt.Alloc()
-		t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(buildInner(keys[k:], kids[k:], sep, b.High, b.Sibling, b.Level))}, 1)
-		t.publish(slot, pid, p, &node.Page{Base: t.addr(buildInner(keys[:k], kids[:k], b.Low, sep, uint64(rpid), b.Level))}, 1)
+		t.publish(t.pt.Slot(rpid), rpid, nil, t.addrPage(buildInner(keys[k:], kids[k:], sep, b.High, b.Sibling, b.Level)), 1)
+		t.publish(slot, pid, p, t.addrPage(buildInner(keys[:k], kids[:k], b.Low, sep, uint64(rpid), b.Level)), 1)
 		slot.Mu.Unlock()
 		return &split{level: b.Level + 1, sep: bytes.Clone(sep), right: rpid}, nil
 	}
@@ -168,11 +168,11 @@ func (t *Tree) tryMerge(key []byte) error {
 	if n > t.cfg.SplitEntries*3/4 || (sb > 0 && c.Bytes() > sb*3/4) {
 		return nil
 	}
-	merged := t.addr(c.Build(0, n, lp.Base.Low, rp.Base.High, rp.Base.Sibling))
+	merged := t.addrPage(c.BuildState(0, n, lp.Base.Low, rp.Base.High, rp.Base.Sibling))
 	keys, kids := innerEntries(pb, -1, nil, 0, ri)
-	t.publish(ls, lpid, lp, &node.Page{Base: merged}, 1)
+	t.publish(ls, lpid, lp, merged, 1)
 	t.publish(rs, rpid, rp, &node.Page{Base: rp.Base, Removed: true}, 0)
-	t.publish(ps, ppid, pp, &node.Page{Base: t.addr(buildInner(keys, kids, pb.Low, pb.High, pb.Sibling, pb.Level))}, 1)
+	t.publish(ps, ppid, pp, t.addrPage(buildInner(keys, kids, pb.Low, pb.High, pb.Sibling, pb.Level)), 1)
 	// INV-P2: the PID is reusable once this generation is published.
 	t.pt.Retire(rpid, t.env.Gens.Hot().ID)
 	t.merges.Add(1)

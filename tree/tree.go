@@ -147,7 +147,7 @@ func New(cfg Config, env Env, pt *pagetable.Table[node.Page]) *Tree {
 	if slot.Load() == nil && slot.Disk.Load() == 0 {
 		var bd delta.Builder
 		tok := env.Gens.Enter()
-		t.publish(slot, RootPID, nil, &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, 0))}, 1)
+		t.publish(slot, RootPID, nil, t.addrPage(node.NewState(&bd, nil, nil, 0, 0)), 1)
 		env.Gens.Exit(tok)
 	}
 	return t
@@ -172,6 +172,12 @@ func (t *Tree) Stats() Stats {
 func (t *Tree) addr(b *delta.Base) *delta.Base {
 	b.Addr = t.env.Gens.NextAddr()
 	return b
+}
+
+// addrPage gives state p's base (new, not yet published) its address.
+func (t *Tree) addrPage(p *node.Page) *node.Page {
+	t.addr(p.Base)
+	return p
 }
 
 // publish marks pid dirty and installs st. Inside the gate, under the

@@ -134,7 +134,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 		d.Addr = t.env.Gens.NextAddr()
 		np := cur.Prepend(d)
 		if np.Stub == nil && (np.Len > t.cfg.ChainMax || heavy) {
-			np, sp, underfull = t.consolidate(pid, np)
+			np, sp, underfull = t.consolidate(pid, np, false)
 			frames = 2 // the delta and the base that absorbed it
 		}
 		t.publish(slot, pid, p, np, frames)
@@ -160,30 +160,37 @@ type split struct {
 // holds more than SplitEntries keys. It returns the state to publish for
 // pid, the separator to post (nil if none) and whether the page is
 // underfull. New pages it creates are published here.
-func (t *Tree) consolidate(pid pagetable.PID, p *node.Page) (*node.Page, *split, bool) {
+//
+// joint builds each new leaf state with its base in one allocation
+// (node.NewState), for a consolidation whose pages should stay without a
+// chain for a while: the settle's, Compact's and the evictor's. A
+// writer's passes false: the next write to the page prepends a delta
+// anyway, and W4 with writers' leaves built joint was slower in two of
+// three sittings (bench/results/s30-joint).
+func (t *Tree) consolidate(pid pagetable.PID, p *node.Page, joint bool) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
 	c := p.Collect(t.env.Retention)
 	b := p.Base
 	n := c.Keys()
 	if !t.tooBig(c) {
-		np, underfull := t.unsplit(pid, p, c)
+		np, underfull := t.unsplit(pid, p, c, joint)
 		return np, nil, underfull
 	}
 	k, sep := c.SplitKey()
 	if pid == RootPID {
 		t.rootSplits.Add(1)
 		lpid, rpid := t.pt.Alloc(), t.pt.Alloc()
-		t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, nil, 0))}, 1)
-		t.publish(t.pt.Slot(lpid), lpid, nil, &node.Page{Base: t.addr(c.Build(0, k, nil, sep, uint64(rpid)))}, 1)
+		t.publish(t.pt.Slot(rpid), rpid, nil, t.leafState(c, k, n, sep, nil, 0, joint), 1)
+		t.publish(t.pt.Slot(lpid), lpid, nil, t.leafState(c, 0, k, nil, sep, uint64(rpid), joint), 1)
 		var bd delta.Builder
 		bd.AddChild(nil, uint64(lpid))
 		bd.AddChild(sep, uint64(rpid))
-		return &node.Page{Base: t.addr(bd.Finish(nil, nil, 0, 1))}, nil, false
+		return t.addrPage(node.NewState(&bd, nil, nil, 0, 1)), nil, false
 	}
 	t.splits.Add(1)
 	rpid := t.pt.Alloc()
-	t.publish(t.pt.Slot(rpid), rpid, nil, &node.Page{Base: t.addr(c.Build(k, n, sep, b.High, b.Sibling))}, 1)
-	left := &node.Page{Base: t.addr(c.Build(0, k, b.Low, sep, uint64(rpid)))}
+	t.publish(t.pt.Slot(rpid), rpid, nil, t.leafState(c, k, n, sep, b.High, b.Sibling, joint), 1)
+	left := t.leafState(c, 0, k, b.Low, sep, uint64(rpid), joint)
 	return left, &split{level: 1, sep: bytes.Clone(sep), right: rpid}, false
 }
 
@@ -215,14 +222,22 @@ func (t *Tree) consolidateBefore(pid pagetable.PID, p *node.Page) (np *node.Page
 		return nil, false, false
 	}
 	t.consolidations.Add(1)
-	np, underfull = t.unsplit(pid, p, c)
+	np, underfull = t.unsplit(pid, p, c, false)
 	return np, underfull, true
 }
 
 // unsplit builds the new base of leaf pid (state p) from its collected
 // contents c, which need no split, and reports whether it is underfull.
-func (t *Tree) unsplit(pid pagetable.PID, p *node.Page, c *node.Contents) (*node.Page, bool) {
+func (t *Tree) unsplit(pid pagetable.PID, p *node.Page, c *node.Contents, joint bool) (*node.Page, bool) {
 	b := p.Base
-	nb := t.addr(c.Build(0, c.Keys(), b.Low, b.High, b.Sibling))
-	return &node.Page{Base: nb}, t.underfull(c) && pid != RootPID
+	return t.leafState(c, 0, c.Keys(), b.Low, b.High, b.Sibling, joint), t.underfull(c) && pid != RootPID
+}
+
+// leafState returns a new state holding only a leaf base with keys [from,
+// to) of c, its address given; with joint, the two in one allocation.
+func (t *Tree) leafState(c *node.Contents, from, to int, low, high []byte, sibling uint64, joint bool) *node.Page {
+	if joint {
+		return t.addrPage(c.BuildState(from, to, low, high, sibling))
+	}
+	return &node.Page{Base: t.addr(c.Build(from, to, low, high, sibling))}
 }
