@@ -87,12 +87,12 @@ func TestNewState(t *testing.T) {
 		bd.Add(key, val, 1, 1, 0)
 		_ = bd.Finish(nil, nil, 0, 0)
 	})
-	joint := testing.AllocsPerRun(100, func() {
+	state := testing.AllocsPerRun(100, func() {
 		var bd delta.Builder
 		bd.Add(key, val, 1, 1, 0)
 		_ = NewState(&bd, nil, nil, 0, 0)
 	})
-	if joint != finish {
-		t.Fatalf("NewState makes %v allocations, Finish %v: the state should share the base's", joint, finish)
+	if state != finish {
+		t.Fatalf("NewState makes %v allocations, Finish %v: the state should share the base's", state, finish)
 	}
 }
