@@ -85,12 +85,7 @@ func TestCompact(t *testing.T) {
 	if amp, want := st.GC.SpaceAmplification, db.Options().GCSpaceAmp; amp > want {
 		t.Fatalf("data files' space amplification %.2f after Compact, want <= GCSpaceAmp %.2f", amp, want)
 	}
-	if float64(total) > 1.3*float64(live) {
-		for name, sz := range listDir(t, dir) {
-			t.Logf("%s %d", name, sz)
-		}
-		t.Fatalf("directory %.2fx the live data after Compact, want <= 1.3x", float64(total)/float64(live))
-	}
+	checkSettledDir(t, dir, total, live, "after Compact")
 	if st.BackgroundErrors != 0 {
 		t.Fatalf("%d background errors", st.BackgroundErrors)
 	}

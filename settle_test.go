@@ -91,12 +91,7 @@ func testSettledSpace(t *testing.T, keys, valSize, rounds int, o bwkv.Options) {
 	st := db.Stats()
 	t.Logf("after %v idle: directory %d bytes (data files %d) = %.3fx live; GC: %+v", time.Since(last).Round(time.Millisecond),
 		total, data, float64(total)/float64(live), st.GC)
-	if float64(total) > 1.3*float64(live) {
-		for name, sz := range listDir(t, dir) {
-			t.Logf("%s %d", name, sz)
-		}
-		t.Fatalf("directory %.3fx the live data 60 s after the last write, want <= 1.3x", float64(total)/float64(live))
-	}
+	checkSettledDir(t, dir, total, live, "60 s after the last write")
 	if st.BackgroundErrors != 0 {
 		t.Fatalf("%d background errors", st.BackgroundErrors)
 	}
@@ -282,4 +277,18 @@ func TestSettlePowerLoss(t *testing.T) {
 		t.Fatal("no crash point was reached")
 	}
 	t.Logf("%d crash points", checked)
+}
+
+// checkSettledDir fails the test, listing dir's files, if the directory's
+// total bytes exceed 1.3x the live data: the settled bound (when says at
+// what point).
+func checkSettledDir(t *testing.T, dir string, total, live int64, when string) {
+	t.Helper()
+	if float64(total) <= 1.3*float64(live) {
+		return
+	}
+	for name, sz := range listDir(t, dir) {
+		t.Logf("%s %d", name, sz)
+	}
+	t.Fatalf("directory %.3fx the live data %s, want <= 1.3x", float64(total)/float64(live), when)
 }
