@@ -185,19 +185,25 @@ func (c *Checkpointer) AfterWrite() {
 // evictor cannot drop until a checkpoint publishes them). The wait is
 // bounded (stallChecks x stallWait).
 func (c *Checkpointer) Throttle() {
-	var start time.Time
-	for i := 0; i < stallChecks && !c.env.ReadOnly.Load() && c.mustWait(); i++ {
-		if i == 0 {
-			c.stalls.Add(1)
-			start = time.Now()
-			if f := c.env.StallBegin; f != nil {
-				f()
-			}
-			defer func() {
-				if f := c.env.StallEnd; f != nil {
-					f(time.Since(start))
-				}
-			}()
+	if c.env.ReadOnly.Load() || !c.mustWait() {
+		return // the path of nearly every write: no allocation
+	}
+	c.stall()
+}
+
+// stall is Throttle's wait, entered once mustWait held.
+func (c *Checkpointer) stall() {
+	c.stalls.Add(1)
+	start := time.Now()
+	if f := c.env.StallBegin; f != nil {
+		f()
+	}
+	if f := c.env.StallEnd; f != nil {
+		defer func() { f(time.Since(start)) }()
+	}
+	for i := 0; i < stallChecks; i++ {
+		if i > 0 && (c.env.ReadOnly.Load() || !c.mustWait()) {
+			return
 		}
 		ch := c.publishedCh()
 		// Ask for the cut: the writes that would (AfterWrite) are the

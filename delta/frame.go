@@ -243,18 +243,35 @@ func (f *Frame) check() (int, error) {
 // returns the extended slice. f must pass Check: a frame that does not is
 // a broken in-memory invariant of the caller, and AppendFrame panics
 // naming it.
-func AppendFrame(dst []byte, f *Frame) []byte { return appendFrame(dst, f, nil) }
+func AppendFrame(dst []byte, f *Frame) []byte { return mustAppend(appendFrame(dst, f, nil)) }
 
 // AppendFrame appends the encoding of f to dst, compressed with c's codec
 // when that pays (a payload of at least 64 bytes that shrinks by 1/16 or
 // more) unless f.Plain, else plain, and returns the extended slice. f must pass Check,
 // as for the package-level AppendFrame.
-func (c *Compressor) AppendFrame(dst []byte, f *Frame) []byte { return appendFrame(dst, f, c) }
+func (c *Compressor) AppendFrame(dst []byte, f *Frame) []byte {
+	return mustAppend(appendFrame(dst, f, c))
+}
 
-func appendFrame(dst []byte, f *Frame, c *Compressor) []byte {
-	size, err := f.check()
+// AppendChecked is AppendFrame for a frame not known to pass Check: it
+// returns Check's error, with dst as it was, instead of panicking. The
+// frame is checked once, not once by the caller and again here. A nil c
+// appends plain frames.
+func (c *Compressor) AppendChecked(dst []byte, f *Frame) ([]byte, error) {
+	return appendFrame(dst, f, c)
+}
+
+func mustAppend(dst []byte, err error) []byte {
 	if err != nil {
 		panic("delta: AppendFrame of an invalid frame: " + err.Error())
+	}
+	return dst
+}
+
+func appendFrame(dst []byte, f *Frame, c *Compressor) ([]byte, error) {
+	size, err := f.check()
+	if err != nil {
+		return dst, err
 	}
 	var flags byte
 	if f.Base != nil && f.Base.High != nil {
@@ -269,7 +286,7 @@ func appendFrame(dst []byte, f *Frame, c *Compressor) []byte {
 			dst = append(dst, c.out...)
 			c.trim()
 			binary.LittleEndian.PutUint32(dst[start+fhCRC:], frameChecksum(dst[start:]))
-			return dst
+			return dst, nil
 		}
 		c.trim()
 	}
@@ -277,7 +294,7 @@ func appendFrame(dst []byte, f *Frame, c *Compressor) []byte {
 	dst = appendHeader(dst, f, flags, CodecNone, size, size-FrameHeaderSize)
 	dst = appendPayload(dst, f)
 	binary.LittleEndian.PutUint32(dst[start+fhCRC:], frameChecksum(dst[start:]))
-	return dst
+	return dst, nil
 }
 
 // appendHeader appends a frame header with a zero CRC.

@@ -62,18 +62,15 @@ func (w *FileWriter) Add(fr *delta.Frame) error {
 	case w.done:
 		return fmt.Errorf("pool: add frame %d: %w", fr.Addr, ErrFinished)
 	}
-	if err := fr.Check(); err != nil {
-		return fmt.Errorf("pool: add: %w", err)
-	}
 	if n := len(w.table); n > 0 && fr.Addr <= w.table[n-1].addr {
 		return fmt.Errorf("pool: add frame %d after frame %d: addresses must ascend", fr.Addr, w.table[n-1].addr)
 	}
 	start := len(w.buf)
-	if w.comp != nil {
-		w.buf = w.comp.AppendFrame(w.buf, fr)
-	} else {
-		w.buf = delta.AppendFrame(w.buf, fr)
+	buf, err := w.comp.AppendChecked(w.buf, fr) // nil comp: plain frames
+	if err != nil {
+		return fmt.Errorf("pool: add: %w", err)
 	}
+	w.buf = buf
 	h, err := delta.ParseFrameHeader(w.buf[start:])
 	if err != nil {
 		panic("pool: AppendFrame produced a header ParseFrameHeader rejects: " + err.Error())
