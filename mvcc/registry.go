@@ -38,7 +38,17 @@ type Registry struct {
 
 	overMu   sync.Mutex
 	overflow map[*Reg]overReg // registrations that found no free slot
+
+	// hints remembers, per P (sync.Pool keeps a private item per P), the
+	// slot the last registration there claimed. A claim tries that slot
+	// first: its line was last written by the same CPU, usually still in
+	// its cache, where a slot picked at random was last written by
+	// another CPU, or by none for a while.
+	hints sync.Pool // of *slotHint
 }
+
+// slotHint is a slot index: shard*slotsPerShard + slot.
+type slotHint struct{ i uint32 }
 
 // overReg is an overflow registration: its slot value and its time.
 type overReg struct {
@@ -58,12 +68,15 @@ func NewRegistry() *Registry {
 	if n < 16 {
 		n = 16
 	}
-	return &Registry{shards: make([]shard, n), overflow: make(map[*Reg]overReg)}
+	r := &Registry{shards: make([]shard, n), overflow: make(map[*Reg]overReg)}
+	r.hints.New = func() any { return &slotHint{i: rand.Uint32()} }
+	return r
 }
 
 // Register stores lowerBound (which must be <= the start the caller samples
 // next) in a free slot, marked provisional until Settle. O(1) expected;
-// allocation-free unless every slot is taken.
+// allocation-free unless every slot is taken (or a GC emptied the hint
+// pool: one small hint per P then).
 func (r *Registry) Register(g *Reg, lowerBound uint64) {
 	r.RegisterAt(g, lowerBound, r.Now())
 }
@@ -88,19 +101,21 @@ func (r *Registry) Tick(now int64) { r.clock.Store(now) }
 // given, for a caller that read the clock already.
 func (r *Registry) RegisterAt(g *Reg, lowerBound uint64, since int64) {
 	v := (lowerBound + 1) | provisional
-	n := uint32(len(r.shards))
-	s := rand.Uint32() % n
+	n := uint32(len(r.shards)) * slotsPerShard
+	h := r.hints.Get().(*slotHint)
+	s := h.i % n
 	for probe := uint32(0); probe < n; probe++ {
-		sh := &r.shards[(s+probe)%n]
-		for i := range sh.slots {
-			sl := &sh.slots[i]
-			if sl.v.Load() == 0 && sl.v.CompareAndSwap(0, v) {
-				sl.since.Store(since)
-				g.slot = sl
-				return
-			}
+		i := (s + probe) % n
+		sl := &r.shards[i/slotsPerShard].slots[i%slotsPerShard]
+		if sl.v.Load() == 0 && sl.v.CompareAndSwap(0, v) {
+			sl.since.Store(since)
+			g.slot = sl
+			h.i = i
+			r.hints.Put(h)
+			return
 		}
 	}
+	r.hints.Put(h)
 	r.overMu.Lock()
 	r.overflow[g] = overReg{v, since}
 	g.over = true

@@ -173,3 +173,29 @@ func TestRetireNewest(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistrySlotHint: a goroutine that registers and unregisters in a
+// loop takes the same slot again (the per-P hint), rather than a slot
+// picked at random among the 8·shards. sync.Pool may drop the hint (a GC,
+// the race detector), so the test asks for most claims, not all.
+func TestRegistrySlotHint(t *testing.T) {
+	r := NewRegistry()
+	var g Reg
+	r.Register(&g, 1)
+	prev := g.slot
+	r.Unregister(&g)
+	same := 0
+	const rounds = 1000
+	for range rounds {
+		r.Register(&g, 1)
+		if g.slot == prev {
+			same++
+		}
+		prev = g.slot
+		r.Unregister(&g)
+	}
+	// At random, about rounds/(8·shards) claims (under 8) would repeat.
+	if same < rounds/2 {
+		t.Fatalf("%d of %d registrations took the slot the previous one freed", same, rounds)
+	}
+}
