@@ -73,10 +73,10 @@ func checksum(rec []byte, seed uint32) uint32 {
 // record left in a reused segment file sits at another LSN and fails its
 // check like any torn write. O(1).
 //
-// The eight bytes go through the table one by one (what crc32.Update does
-// for a short input) rather than through crc32.Update: a slice of a local
-// array passed there escapes, and the seed cost a heap allocation per
-// record. TestLSNSeed holds the two equal.
+// The eight bytes go through the CRC table one by one rather than through
+// crc32.Update, which computes the same value: a slice of a local array
+// passed there escapes, and the seed cost a heap allocation per record.
+// TestLSNSeed holds the two equal.
 func lsnSeed(lsn LSN) uint32 {
 	crc, v := ^uint32(0), uint64(lsn)
 	for range 8 {
