@@ -41,6 +41,25 @@ step() {
   fi
 }
 
+# limit_minutes WORK PER_MINUTE: the time limit of a long step, twice the
+# minutes WORK units take at PER_MINUTE a minute on a 2-core machine and
+# its disk, plus 10. It catches a hang; it is not a speed target.
+# The rates below were measured that way; the model and crash steps wait
+# on fdatasync, so more cores do not make them much faster.
+limit_minutes() { echo $(( 10 + 2 * $1 / $2 )); }
+
+# timed_step NAME MINUTES CMD...: step with a limit of MINUTES + 5
+# minutes instead of step_timeout (BWKV_STEP_TIMEOUT still wins). CMD's
+# go test carries -timeout MINUTESm, so a hang prints its goroutines
+# before the outer limit kills it.
+timed_step() {
+  local name=$1 minutes=$2 saved=$step_timeout
+  shift 2
+  [ -z "${BWKV_STEP_TIMEOUT:-}" ] && step_timeout=$(( (minutes + 5) * 60 ))
+  step "$name" "$@"
+  step_timeout=$saved
+}
+
 wait_parallel() {
   local i
   for i in "${!pids[@]}"; do
@@ -83,19 +102,36 @@ fast() {
 }
 
 stress() {
-  step model env BWKV_MODEL_SEEDS="${BWKV_MODEL_SEEDS:-2000}" BWKV_MODEL_OPS="${BWKV_MODEL_OPS:-5000}" \
-    go test -tags invariants -count=1 -run '^TestModel$' .
+  local seeds=${BWKV_MODEL_SEEDS:-2000} ops=${BWKV_MODEL_OPS:-5000} rounds=${BWKV_CRASH_ROUNDS:-400}
+  local bank=${BWKV_BANK_MS:-30000} smo=${BWKV_SMO_MS:-30000} invc2=${BWKV_INVC2_SEEDS:-100}
+  local csecs=${BWKV_CLUSTER_SECONDS:-300} crounds=${BWKV_CLUSTER_CRASH_ROUNDS:-30} m
+  # About 150k model operations a minute over the 8 option sets (the
+  # defaults take about an hour).
+  m=$(limit_minutes $((seeds * ops)) 150000)
+  timed_step model "$m" env BWKV_MODEL_SEEDS="$seeds" BWKV_MODEL_OPS="$ops" \
+    go test -tags invariants -count=1 -timeout "${m}m" -run '^TestModel$' .
   # The model under -race with more Ps than cores: the goroutine preempted
   # inside a few instructions (how CI-only model failures reproduce here).
-  step model-preempt env GOMAXPROCS=8 BWKV_MODEL_SEEDS="${BWKV_MODEL_PREEMPT_SEEDS:-80}" \
-    go test -race -count=1 -timeout 30m -run '^TestModel$' .
-  step kill9-long env BWKV_CRASH_ROUNDS="${BWKV_CRASH_ROUNDS:-400}" \
-    go test -tags invariants -count=1 -timeout 60m -run '^TestCrashKill9$' .
-  step concurrency env BWKV_BANK_MS="${BWKV_BANK_MS:-30000}" BWKV_SMO_MS="${BWKV_SMO_MS:-30000}" \
-    go test -race -count=1 -run '^(TestBank|TestConcurrentSMOs)$' .
-  step invc2 env BWKV_INVC2_SEEDS="${BWKV_INVC2_SEEDS:-100}" go test -tags invariants -count=1 -run '^TestINVC2$' .
-  step cluster env BWKV_CLUSTER_SECONDS="${BWKV_CLUSTER_SECONDS:-300}" BWKV_CLUSTER_CRASH_ROUNDS="${BWKV_CLUSTER_CRASH_ROUNDS:-30}" \
-    go -C cluster test -race -count=1 -timeout 60m -run '^(TestNemesis|TestCrashKill9)$' .
+  # About 30 seeds a minute.
+  local pseeds=${BWKV_MODEL_PREEMPT_SEEDS:-80}
+  m=$(limit_minutes "$pseeds" 30)
+  timed_step model-preempt "$m" env GOMAXPROCS=8 BWKV_MODEL_SEEDS="$pseeds" \
+    go test -race -count=1 -timeout "${m}m" -run '^TestModel$' .
+  # About 45 rounds a minute.
+  m=$(limit_minutes "$rounds" 45)
+  timed_step kill9-long "$m" env BWKV_CRASH_ROUNDS="$rounds" \
+    go test -tags invariants -count=1 -timeout "${m}m" -run '^TestCrashKill9$' .
+  m=$(limit_minutes $((bank + smo)) 60000)
+  timed_step concurrency "$m" env BWKV_BANK_MS="$bank" BWKV_SMO_MS="$smo" \
+    go test -race -count=1 -timeout "${m}m" -run '^(TestBank|TestConcurrentSMOs)$' .
+  # About 150 seeds a minute.
+  m=$(limit_minutes "$invc2" 150)
+  timed_step invc2 "$m" env BWKV_INVC2_SEEDS="$invc2" \
+    go test -tags invariants -count=1 -timeout "${m}m" -run '^TestINVC2$' .
+  # The nemesis runs for csecs; a crash round takes about 15 s.
+  m=$(limit_minutes $((csecs + 15 * crounds)) 60)
+  timed_step cluster "$m" env BWKV_CLUSTER_SECONDS="$csecs" BWKV_CLUSTER_CRASH_ROUNDS="$crounds" \
+    go -C cluster test -race -count=1 -timeout "${m}m" -run '^(TestNemesis|TestCrashKill9)$' .
 }
 
 # chaos_step is step for a verbose crash test: it shows the summary and
