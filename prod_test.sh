@@ -134,14 +134,17 @@ stress() {
     go -C cluster test -race -count=1 -timeout "${m}m" -run '^(TestNemesis|TestCrashKill9)$' .
 }
 
-# chaos_step is step for a verbose crash test: it shows the summary and
-# failures and adds the crash-reopen cycles the test logs to chaos_total.
+# chaos_step NAME MINUTES CMD... is timed_step for a verbose crash test:
+# it shows the summary and failures and adds the crash-reopen cycles the
+# test logs to chaos_total.
 chaos_total=0
 chaos_step() {
-  local name=$1 log rc n; shift
+  local name=$1 minutes=$2 limit log rc n
+  shift 2
+  limit=${BWKV_STEP_TIMEOUT:-$(( (minutes + 5) * 60 ))}
   echo "== $name: $*"
   log=$(mktemp)
-  timeout "$step_timeout" "$@" >"$log" 2>&1
+  timeout "$limit" "$@" >"$log" 2>&1
   rc=$?
   grep -E '^(\s*--- FAIL|ok|FAIL|panic)|_test\.go:[0-9]+: ' "$log" | grep -v 'reached fewer than' | head -40
   n=$(grep -c 'reached fewer than' "$log")
@@ -155,11 +158,18 @@ chaos_step() {
 
 chaos() {
   parallel= # the cycle count is summed from each step's output
-  chaos_step failpoints-matrix env BWKV_FP_ACTIONS="${BWKV_FP_ACTIONS:-kill,error}" \
-    BWKV_FP_HITS="${BWKV_FP_HITS:-1,2,3,5,10,50}" \
-    go test -v -tags failpoints,invariants -count=1 -timeout 60m -run '^TestFailpointMatrix$' .
-  chaos_step kill9-chaos env BWKV_CRASH_ROUNDS="${BWKV_CHAOS_ROUNDS:-150}" \
-    go test -v -tags invariants -count=1 -timeout 60m -run '^TestCrashKill9$' .
+  local actions=${BWKV_FP_ACTIONS:-kill,error} hits=${BWKV_FP_HITS:-1,2,3,5,10,50}
+  local rounds=${BWKV_CHAOS_ROUNDS:-150} m
+  # The matrix: about two (action, hit count) columns a minute (the
+  # defaults' 12 took 6 minutes).
+  local cols=$(( $(tr ',' '\n' <<<"$actions" | wc -l) * $(tr ',' '\n' <<<"$hits" | wc -l) ))
+  m=$(limit_minutes "$cols" 2)
+  chaos_step failpoints-matrix "$m" env BWKV_FP_ACTIONS="$actions" BWKV_FP_HITS="$hits" \
+    go test -v -tags failpoints,invariants -count=1 -timeout "${m}m" -run '^TestFailpointMatrix$' .
+  # About 45 rounds a minute, as in stress.
+  m=$(limit_minutes "$rounds" 45)
+  chaos_step kill9-chaos "$m" env BWKV_CRASH_ROUNDS="$rounds" \
+    go test -v -tags invariants -count=1 -timeout "${m}m" -run '^TestCrashKill9$' .
   echo "chaos: $chaos_total crash-reopen cycles"
   step powerloss-full go test -tags invariants -count=1 -run '^(TestPowerLoss|TestIOErrors|TestGCPowerLoss|TestGCPowerLossCompressed|TestSettlePowerLoss|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
 }
