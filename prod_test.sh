@@ -45,8 +45,15 @@ step() {
 # minutes WORK units take at PER_MINUTE a minute on a 2-core machine and
 # its disk, plus 10. It catches a hang; it is not a speed target.
 # The rates below were measured that way; the model and crash steps wait
-# on fdatasync, so more cores do not make them much faster.
-limit_minutes() { echo $(( 10 + 2 * $1 / $2 )); }
+# on fdatasync, so more cores do not make them much faster. With
+# BWKV_STEP_TIMEOUT (seconds) set, it is a minute less than that.
+limit_minutes() {
+  if [ -n "${BWKV_STEP_TIMEOUT:-}" ]; then
+    echo $(( BWKV_STEP_TIMEOUT >= 120 ? BWKV_STEP_TIMEOUT / 60 - 1 : 1 ))
+    return
+  fi
+  echo $(( 10 + 2 * $1 / $2 ))
+}
 
 # timed_step NAME MINUTES CMD...: step with a limit of MINUTES + 5
 # minutes instead of step_timeout (BWKV_STEP_TIMEOUT still wins). CMD's
