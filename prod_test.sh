@@ -113,7 +113,7 @@ stress() {
   local bank=${BWKV_BANK_MS:-30000} smo=${BWKV_SMO_MS:-30000} invc2=${BWKV_INVC2_SEEDS:-100}
   local csecs=${BWKV_CLUSTER_SECONDS:-300} crounds=${BWKV_CLUSTER_CRASH_ROUNDS:-30} m
   # About 150k model operations a minute over the 8 option sets (the
-  # defaults take about an hour).
+  # defaults took 76 minutes).
   m=$(limit_minutes $((seeds * ops)) 150000)
   timed_step model "$m" env BWKV_MODEL_SEEDS="$seeds" BWKV_MODEL_OPS="$ops" \
     go test -tags invariants -count=1 -timeout "${m}m" -run '^TestModel$' .
