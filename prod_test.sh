@@ -55,16 +55,18 @@ limit_minutes() {
   echo $(( 10 + 2 * $1 / $2 ))
 }
 
-# timed_step NAME MINUTES CMD...: step with a limit of MINUTES + 5
-# minutes instead of step_timeout (BWKV_STEP_TIMEOUT still wins). CMD's
-# go test carries -timeout MINUTESm, so a hang prints its goroutines
-# before the outer limit kills it.
+# step_limit MINUTES: the outer limit in seconds of a step whose go test
+# carries -timeout MINUTESm: 5 minutes more, so a hang prints its
+# goroutines before it is killed (BWKV_STEP_TIMEOUT still wins).
+step_limit() { echo "${BWKV_STEP_TIMEOUT:-$(( ($1 + 5) * 60 ))}"; }
+
+# timed_step NAME MINUTES CMD...: step with the limit step_limit gives
+# instead of step_timeout (step reads this local one).
 timed_step() {
-  local name=$1 minutes=$2 saved=$step_timeout
+  local name=$1 step_timeout
+  step_timeout=$(step_limit "$2")
   shift 2
-  [ -z "${BWKV_STEP_TIMEOUT:-}" ] && step_timeout=$(( (minutes + 5) * 60 ))
   step "$name" "$@"
-  step_timeout=$saved
 }
 
 wait_parallel() {
@@ -146,9 +148,9 @@ stress() {
 # test logs to chaos_total.
 chaos_total=0
 chaos_step() {
-  local name=$1 minutes=$2 limit log rc n
+  local name=$1 limit log rc n
+  limit=$(step_limit "$2")
   shift 2
-  limit=${BWKV_STEP_TIMEOUT:-$(( (minutes + 5) * 60 ))}
   echo "== $name: $*"
   log=$(mktemp)
   timeout "$limit" "$@" >"$log" 2>&1
