@@ -53,7 +53,7 @@ func (osFS) OpenReadWrite(name string) (File, error) {
 	return osFile{f}, nil
 }
 
-func (osFS) Remove(name string) error                    { return os.Remove(name) }
+func (osFS) Remove(name string) error                    { return remove(name) }
 func (osFS) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
 func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 func (osFS) Stat(name string) (os.FileInfo, error)       { return os.Stat(name) }

@@ -13,15 +13,53 @@ import (
 // only data changed (a preallocated log segment). File systems without it
 // get fsync.
 func datasync(f *os.File) error {
-	err := fdControl(f, func(fd int) error { return unix.Fdatasync(fd) })
+	err := fdControl(f, func(fd int) error { return ringSync(fd, true) })
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-		err = fdControl(f, func(fd int) error { return unix.Fsync(fd) })
+		err = fdControl(f, fullSync)
 	}
 	if err != nil {
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
 	}
 	return nil
 }
+
+// ringSync is fdatasync(2) (datasync) or fsync(2) of fd, through the
+// process's io_uring where there is one (uring_linux.go), so that the
+// waiting goroutine does not hold its P.
+func ringSync(fd int, datasync bool) error {
+	if r := sharedRing(); r != nil {
+		err, ok := r.sync(fd, datasync)
+		// EINVAL may mean that this kernel's ring lacks the operation
+		// (or that fd cannot be synced): the system call decides.
+		if ok && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+			return err
+		}
+	}
+	if datasync {
+		return unix.Fdatasync(fd)
+	}
+	return unix.Fsync(fd)
+}
+
+// remove is os.Remove, with a file's unlink through the ring where there
+// is one (a directory, or a kernel whose ring lacks unlinkat, takes
+// os.Remove).
+func remove(name string) error {
+	if r := sharedRing(); r != nil {
+		err, ok := r.unlink(name)
+		switch {
+		case !ok, errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL), errors.Is(err, unix.EPERM):
+		case err != nil:
+			return &os.PathError{Op: "remove", Path: name, Err: err}
+		default:
+			return nil
+		}
+	}
+	return os.Remove(name)
+}
+
+// fullSync is fsync(2) of fd.
+func fullSync(fd int) error { return ringSync(fd, false) }
 
 // allocate extends f to size bytes of zeros with the blocks reserved
 // (fallocate mode 0), so later writes below size change no file size. A
