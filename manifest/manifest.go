@@ -212,7 +212,9 @@ func (m *Manifest) Commit(e *Edit) error {
 	}
 	err := failpoints.Hit(failpoints.ManifestAppend)
 	if err == nil {
-		err = m.f.Sync()
+		// Edits come from checkpoints, the GC and Open, none of them a
+		// commit: the sync waits parked and holds no P.
+		err = vfs.SyncParked(m.f)
 	}
 	if err != nil {
 		return m.fail(fmt.Errorf("manifest: sync %s: %w", path, err))

@@ -18,6 +18,10 @@ type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return datasync(f.File) }
 
+// syncParked is Sync, waiting without holding a P where the OS allows
+// (SyncParked).
+func (f osFile) syncParked() error { return datasyncParked(f.File) }
+
 // Allocate is fallocate(2) on Linux (see Preallocate), a no-op elsewhere.
 func (f osFile) Allocate(size int64) error { return allocate(f.File, size) }
 

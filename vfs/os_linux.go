@@ -12,10 +12,15 @@ import (
 // which is all a log or data file needs and saves a journal commit when
 // only data changed (a preallocated log segment). File systems without it
 // get fsync.
-func datasync(f *os.File) error {
-	err := fdControl(f, func(fd int) error { return ringSync(fd, true) })
+func datasync(f *os.File) error { return datasyncVia(f, false) }
+
+// datasyncParked is datasync through the ring (SyncParked).
+func datasyncParked(f *os.File) error { return datasyncVia(f, true) }
+
+func datasyncVia(f *os.File, parked bool) error {
+	err := fdControl(f, func(fd int) error { return ringSync(fd, true, parked) })
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-		err = fdControl(f, fullSync)
+		err = fdControl(f, func(fd int) error { return ringSync(fd, false, parked) })
 	}
 	if err != nil {
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
@@ -23,11 +28,11 @@ func datasync(f *os.File) error {
 	return nil
 }
 
-// ringSync is fdatasync(2) (datasync) or fsync(2) of fd, through the
-// process's io_uring where there is one (uring_linux.go), so that the
+// ringSync is fdatasync(2) (datasync) or fsync(2) of fd; parked, through
+// the process's io_uring where there is one (uring_linux.go), so that the
 // waiting goroutine does not hold its P.
-func ringSync(fd int, datasync bool) error {
-	if r := sharedRing(); r != nil {
+func ringSync(fd int, datasync, parked bool) error {
+	if r := sharedRing(); parked && r != nil {
 		err, ok := r.sync(fd, datasync)
 		// EINVAL may mean that this kernel's ring lacks the operation
 		// (or that fd cannot be synced): the system call decides.
@@ -57,9 +62,6 @@ func remove(name string) error {
 	}
 	return os.Remove(name)
 }
-
-// fullSync is fsync(2) of fd.
-func fullSync(fd int) error { return ringSync(fd, false) }
 
 // allocate extends f to size bytes of zeros with the blocks reserved
 // (fallocate mode 0), so later writes below size change no file size. A

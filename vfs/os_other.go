@@ -7,6 +7,9 @@ import "os"
 // datasync is fsync: fdatasync is not portable (macOS has no such call).
 func datasync(f *os.File) error { return f.Sync() }
 
+// datasyncParked is datasync: no ring here.
+func datasyncParked(f *os.File) error { return f.Sync() }
+
 // remove is os.Remove.
 func remove(name string) error { return os.Remove(name) }
 

@@ -34,7 +34,7 @@ func fdControl(f *os.File, fn func(fd int) error) error {
 // syncDir fsyncs the directory itself: a create, rename or remove in it
 // changes its metadata, which fdatasync need not flush.
 func syncDir(d *os.File) error {
-	if err := fdControl(d, fullSync); err != nil {
+	if err := fdControl(d, unix.Fsync); err != nil {
 		return &os.PathError{Op: "fsync", Path: d.Name(), Err: err}
 	}
 	return nil

@@ -25,8 +25,8 @@ func needRing(t *testing.T) *ring {
 	return r
 }
 
-// TestRingSyncsFiles checks that OS file syncs and directory syncs go
-// through the ring, and that their data is what a reader sees.
+// TestRingSyncsFiles checks that SyncParked of an OS file goes through the
+// ring and Sync does not, and that the data is what a reader sees.
 func TestRingSyncsFiles(t *testing.T) {
 	needRing(t)
 	dir := t.TempDir()
@@ -43,11 +43,14 @@ func TestRingSyncsFiles(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := fs.SyncDir(dir); err != nil {
+	if n := ringSyncs.Load() - before; n != 0 {
+		t.Fatalf("Sync went through the ring (%d)", n)
+	}
+	if err := SyncParked(f); err != nil {
 		t.Fatal(err)
 	}
-	if n := ringSyncs.Load() - before; n < 2 {
-		t.Fatalf("%d syncs went through the ring, want at least 2 (file and directory)", n)
+	if n := ringSyncs.Load() - before; n != 1 {
+		t.Fatalf("%d syncs went through the ring, want 1", n)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "a"))
 	if err != nil || string(b) != "hello" {
@@ -81,7 +84,7 @@ func TestRingManyWaiters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 4 {
-				if err := files[i].Sync(); err != nil {
+				if err := SyncParked(files[i]); err != nil {
 					errs <- err
 				}
 			}
@@ -124,8 +127,8 @@ func TestRingSyncError(t *testing.T) {
 	if !errors.Is(err, want) {
 		t.Fatalf("ring: %v, system call: %v", err, want)
 	}
-	if err := datasync(pr); !errors.Is(err, want) {
-		t.Fatalf("datasync of a pipe: %v, want %v", err, want)
+	if err := datasyncParked(pr); !errors.Is(err, want) {
+		t.Fatalf("parked datasync of a pipe: %v, want %v", err, want)
 	}
 }
 
@@ -140,7 +143,7 @@ func TestRingFallback(t *testing.T) {
 	}
 	defer f.Close()
 	before := ringSyncs.Load()
-	if err := f.Sync(); err != nil {
+	if err := SyncParked(f); err != nil {
 		t.Fatal(err)
 	}
 	if n := ringSyncs.Load() - before; n != 0 {
