@@ -180,6 +180,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Durability == DurabilityRelaxed {
+		// No commit waits for an fsync: every sync and unlink may wait
+		// parked, holding no P (vfs.Parked).
+		fs = vfs.Parked(fs)
+	}
 	db := &DB{
 		dir:  dir,
 		opts: *o,

@@ -428,7 +428,7 @@ func writeFrames(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileIn
 	}
 	err = failpoints.Hit(failpoints.CheckpointDataSync)
 	if err == nil && !failpoints.Skip(failpoints.MutCheckpointNoDataSync) {
-		err = vfs.SyncParked(f) // background work: hold no P while it waits
+		err = f.Sync()
 	}
 	if err != nil {
 		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: sync %s: %w: %w", name, pool.ErrSync, err)

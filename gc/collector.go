@@ -665,7 +665,7 @@ func (c *Collector) write(id manifest.FileID, live []frameAt) (pool.FileInfo, er
 	if err != nil {
 		return pool.FileInfo{}, fmt.Errorf("gc: write %s: %w", name, err)
 	}
-	if err := vfs.SyncParked(f); err != nil { // background work: hold no P while it waits
+	if err := f.Sync(); err != nil {
 		return pool.FileInfo{}, fmt.Errorf("gc: sync %s: %w: %w", name, pool.ErrSync, err)
 	}
 	if err := c.env.FS.SyncDir(c.env.Dir); err != nil {

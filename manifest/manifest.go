@@ -212,9 +212,7 @@ func (m *Manifest) Commit(e *Edit) error {
 	}
 	err := failpoints.Hit(failpoints.ManifestAppend)
 	if err == nil {
-		// Edits come from checkpoints, the GC and Open, none of them a
-		// commit: the sync waits parked and holds no P.
-		err = vfs.SyncParked(m.f)
+		err = m.f.Sync()
 	}
 	if err != nil {
 		return m.fail(fmt.Errorf("manifest: sync %s: %w", path, err))

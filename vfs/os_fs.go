@@ -11,16 +11,33 @@ import (
 // *os.LinkError), unwrapped, so os.IsNotExist and errors.Is hold on them.
 func Default() FS { return osFS{} }
 
-type osFS struct{}
+// Parked returns fs with its files' Sync and its Remove waiting parked, if
+// fs is the OS file system (Default) on Linux, and fs itself otherwise.
+// A parked call runs on an io_uring (uring_linux.go) and its caller waits
+// in the runtime's poller, so a sync of several milliseconds does not hold
+// a P (one of GOMAXPROCS) for its whole length, as a blocking system call
+// does. The price is latency: the caller resumes when a P next polls,
+// which on a busy process can be well after the call ends. A database
+// whose commits do not wait for an fsync (DurabilityRelaxed) uses it.
+func Parked(fs FS) FS {
+	if o, ok := fs.(osFS); ok {
+		o.parked = true
+		return o
+	}
+	return fs
+}
+
+type osFS struct {
+	parked bool // Parked: files sync, and Remove unlinks, through the ring
+}
 
 // osFile is an *os.File whose Sync is fdatasync where the OS has it.
-type osFile struct{ *os.File }
+type osFile struct {
+	*os.File
+	parked bool
+}
 
-func (f osFile) Sync() error { return datasync(f.File) }
-
-// syncParked is Sync, waiting without holding a P where the OS allows
-// (SyncParked).
-func (f osFile) syncParked() error { return datasyncParked(f.File) }
+func (f osFile) Sync() error { return datasync(f.File, f.parked) }
 
 // Allocate is fallocate(2) on Linux (see Preallocate), a no-op elsewhere.
 func (f osFile) Allocate(size int64) error { return allocate(f.File, size) }
@@ -33,31 +50,31 @@ func (f osFile) Size() (int64, error) {
 	return fi.Size(), nil
 }
 
-func (osFS) Create(name string) (File, error) {
+func (o osFS) Create(name string) (File, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return osFile{f, o.parked}, nil
 }
 
-func (osFS) Open(name string) (File, error) {
+func (o osFS) Open(name string) (File, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return osFile{f, o.parked}, nil
 }
 
-func (osFS) OpenReadWrite(name string) (File, error) {
+func (o osFS) OpenReadWrite(name string) (File, error) {
 	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return osFile{f, o.parked}, nil
 }
 
-func (osFS) Remove(name string) error                    { return remove(name) }
+func (o osFS) Remove(name string) error                  { return remove(name, o.parked) }
 func (osFS) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
 func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 func (osFS) Stat(name string) (os.FileInfo, error)       { return os.Stat(name) }

@@ -11,13 +11,8 @@ import (
 // needed to read it back (the size, block allocation) but not timestamps,
 // which is all a log or data file needs and saves a journal commit when
 // only data changed (a preallocated log segment). File systems without it
-// get fsync.
-func datasync(f *os.File) error { return datasyncVia(f, false) }
-
-// datasyncParked is datasync through the ring (SyncParked).
-func datasyncParked(f *os.File) error { return datasyncVia(f, true) }
-
-func datasyncVia(f *os.File, parked bool) error {
+// get fsync. Parked, it goes through the ring (Parked).
+func datasync(f *os.File, parked bool) error {
 	err := fdControl(f, func(fd int) error { return ringSync(fd, true, parked) })
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
 		err = fdControl(f, func(fd int) error { return ringSync(fd, false, parked) })
@@ -46,11 +41,11 @@ func ringSync(fd int, datasync, parked bool) error {
 	return unix.Fsync(fd)
 }
 
-// remove is os.Remove, with a file's unlink through the ring where there
-// is one (a directory, or a kernel whose ring lacks unlinkat, takes
-// os.Remove).
-func remove(name string) error {
-	if r := sharedRing(); r != nil {
+// remove is os.Remove; parked, a file's unlink goes through the ring
+// where there is one (a directory, or a kernel whose ring lacks unlinkat,
+// takes os.Remove).
+func remove(name string, parked bool) error {
+	if r := sharedRing(); parked && r != nil {
 		err, ok := r.unlink(name)
 		switch {
 		case !ok, errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL), errors.Is(err, unix.EPERM):

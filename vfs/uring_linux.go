@@ -23,12 +23,16 @@ import (
 // on 2 cores, one P sat in the log's or the checkpointer's fdatasync while
 // a writer waited runnable for 26% of the time.
 //
-// So the syncs, and the unlinks of files that free many blocks, are queued on an io_uring instead, which runs them on the
-// kernel's own worker threads, and the caller waits for the completion on
-// an eventfd read through the runtime's poller: it parks like a goroutine
-// waiting on a socket and its P runs other goroutines at once. Where
-// io_uring cannot be set up (an old kernel, a seccomp filter, the
-// kernel.io_uring_disabled sysctl), the plain system call is used.
+// So a Parked file system (os_fs.go) queues its file syncs and its
+// unlinks of files (which can free many blocks) on an io_uring instead.
+// The kernel runs them on its own worker threads, and the caller waits for
+// the completion on an eventfd read through the runtime's poller: it parks
+// like a goroutine waiting on a socket, and its P runs other goroutines at
+// once. It resumes when a P next polls, which on a busy process can be
+// some milliseconds after the completion, so a commit's fsync does not
+// take this path. Where io_uring cannot be set up (an old kernel, a
+// seccomp filter, the kernel.io_uring_disabled sysctl), the plain system
+// call is used.
 //
 // No goroutine of its own: one of the waiters at a time (the reaper) reads
 // the eventfd and hands out every completion it finds, then passes the role

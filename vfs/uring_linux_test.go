@@ -25,8 +25,9 @@ func needRing(t *testing.T) *ring {
 	return r
 }
 
-// TestRingSyncsFiles checks that SyncParked of an OS file goes through the
-// ring and Sync does not, and that the data is what a reader sees.
+// TestRingSyncsFiles checks that Sync of a Parked OS file goes through the
+// ring and of a Default one does not, and that the data is what a reader
+// sees.
 func TestRingSyncsFiles(t *testing.T) {
 	needRing(t)
 	dir := t.TempDir()
@@ -46,7 +47,12 @@ func TestRingSyncsFiles(t *testing.T) {
 	if n := ringSyncs.Load() - before; n != 0 {
 		t.Fatalf("Sync went through the ring (%d)", n)
 	}
-	if err := SyncParked(f); err != nil {
+	pf, err := Parked(fs).OpenReadWrite(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if err := pf.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	if n := ringSyncs.Load() - before; n != 1 {
@@ -66,7 +72,7 @@ func TestRingManyWaiters(t *testing.T) {
 	const n = 3 * ringEntries
 	files := make([]File, n)
 	for i := range files {
-		f, err := Default().Create(filepath.Join(dir, fmt.Sprint(i)))
+		f, err := Parked(Default()).Create(filepath.Join(dir, fmt.Sprint(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +90,7 @@ func TestRingManyWaiters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 4 {
-				if err := SyncParked(files[i]); err != nil {
+				if err := files[i].Sync(); err != nil {
 					errs <- err
 				}
 			}
@@ -127,7 +133,7 @@ func TestRingSyncError(t *testing.T) {
 	if !errors.Is(err, want) {
 		t.Fatalf("ring: %v, system call: %v", err, want)
 	}
-	if err := datasyncParked(pr); !errors.Is(err, want) {
+	if err := datasync(pr, true); !errors.Is(err, want) {
 		t.Fatalf("parked datasync of a pipe: %v, want %v", err, want)
 	}
 }
@@ -137,13 +143,13 @@ func TestRingSyncError(t *testing.T) {
 func TestRingFallback(t *testing.T) {
 	ringDisabled.Store(true)
 	defer ringDisabled.Store(false)
-	f, err := Default().Create(filepath.Join(t.TempDir(), "a"))
+	f, err := Parked(Default()).Create(filepath.Join(t.TempDir(), "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	before := ringSyncs.Load()
-	if err := SyncParked(f); err != nil {
+	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	if n := ringSyncs.Load() - before; n != 0 {
@@ -151,13 +157,13 @@ func TestRingFallback(t *testing.T) {
 	}
 }
 
-// TestRingRemove checks Remove through the ring: a file goes, a missing
+// TestRingRemove checks a Parked Remove, through the ring: a file goes, a missing
 // name is fs.ErrNotExist in a *PathError as os.Remove reports it, and a
 // directory still goes by os.Remove's path.
 func TestRingRemove(t *testing.T) {
 	needRing(t)
 	dir := t.TempDir()
-	fs := Default()
+	fs := Parked(Default())
 	name := filepath.Join(dir, "f")
 	f, err := fs.Create(name)
 	if err != nil {
@@ -192,5 +198,25 @@ func TestRingRemove(t *testing.T) {
 	os.Remove(filepath.Join(sub, "x"))
 	if err := fs.Remove(sub); err != nil {
 		t.Fatalf("Remove of an empty directory: %v", err)
+	}
+}
+
+// TestParkedOnlyWraps checks that Parked leaves other file systems alone
+// and that the unparked OS file system unlinks with the system call.
+func TestParkedOnlyWraps(t *testing.T) {
+	m := NewMem()
+	if Parked(m) != FS(m) {
+		t.Fatal("Parked wrapped a MemFS")
+	}
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := ringUnlinks.Load()
+	if err := Default().Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	if n := ringUnlinks.Load() - before; n != 0 {
+		t.Fatalf("an unparked Remove went through the ring (%d)", n)
 	}
 }

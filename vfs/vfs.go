@@ -75,23 +75,6 @@ func Preallocate(f File, size int64) error {
 	return nil
 }
 
-// SyncParked is f.Sync for a sync that nobody waits on closely (a
-// background flush, a checkpoint's data file, a GC rewrite). Where f is an
-// OS file on Linux with io_uring, the sync runs on the kernel's workers
-// and the caller parks in the runtime's poller, so the sync does not hold
-// a P (one of GOMAXPROCS) for its whole length, as a blocking system call
-// does. The price is latency: the parked caller resumes when a P next
-// polls, which on a busy process can be later than the sync's end, so a
-// commit waiting for its fsync uses Sync. Other files get f.Sync.
-func SyncParked(f File) error {
-	if p, ok := f.(parkedSyncer); ok {
-		return p.syncParked()
-	}
-	return f.Sync()
-}
-
-type parkedSyncer interface{ syncParked() error }
-
 // SharedLocker is implemented by file systems that offer a shared lock,
 // which read-only opens take: any number of shared holders may coexist,
 // and a shared holder and an exclusive one exclude each other.

@@ -204,11 +204,7 @@ func (w *Writer) writeAt(p []byte, lsn LSN) error {
 func (w *Writer) fsync(f vfs.File, start, end LSN, recs int64) error {
 	t0 := time.Now()
 	err := failpoints.Hit(failpoints.WALBeforeSync)
-	if err == nil && w.relaxed {
-		err = vfs.SyncParked(f)
-	} else if err == nil {
-		// A commit waits for this fsync: no parking, whose wakeup can
-		// lag the sync's end on a busy process (vfs.SyncParked).
+	if err == nil {
 		err = f.Sync()
 	}
 	if err == nil {

@@ -125,9 +125,6 @@ type Writer struct {
 	dir      string
 	segBytes int64
 	bind     bool // Options.BindLSN
-	// relaxed (Options.Relaxed): no commit waits for an fsync, so the
-	// segment fsyncs wait parked (vfs.SyncParked) and hold no P.
-	relaxed bool
 	// spareMu guards spareFiles, the spare files' paths (at most maxSpares),
 	// oldest first. Taken after recycleMu or writeMu and fsyncMu, and
 	// never with another lock after it.
@@ -214,7 +211,7 @@ func Open(o Options, at LSN) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{fs: o.FS, dir: o.Dir, segBytes: o.SegmentBytes, startLSN: at,
-		bind: o.BindLSN, relaxed: o.Relaxed, maxSpares: o.Spares, spareFiles: spares,
+		bind: o.BindLSN, maxSpares: o.Spares, spareFiles: spares,
 		// Sized so a steady stream fits without growing the buffers.
 		buf:   make([]byte, 0, 2*softFlushBytes),
 		spare: make([]byte, 0, 2*softFlushBytes),
