@@ -28,7 +28,7 @@ func datasync(f *os.File, parked bool) error {
 // waiting goroutine does not hold its P.
 func ringSync(fd int, datasync, parked bool) error {
 	if r := sharedRing(); parked && r != nil {
-		err, ok := r.sync(fd, datasync)
+		ok, err := r.sync(fd, datasync)
 		// EINVAL may mean that this kernel's ring lacks the operation
 		// (or that fd cannot be synced): the system call decides.
 		if ok && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
@@ -46,7 +46,7 @@ func ringSync(fd int, datasync, parked bool) error {
 // takes os.Remove).
 func remove(name string, parked bool) error {
 	if r := sharedRing(); parked && r != nil {
-		err, ok := r.unlink(name)
+		ok, err := r.unlink(name)
 		switch {
 		case !ok, errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL), errors.Is(err, unix.EPERM):
 		case err != nil:

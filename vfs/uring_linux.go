@@ -47,8 +47,7 @@ const (
 	fsyncDatasync = 1  // IORING_FSYNC_DATASYNC
 	atFDCWD       = -100
 
-	offSQRing = 0          // IORING_OFF_SQ_RING
-	offCQRing = 0x8000000  // IORING_OFF_CQ_RING
+	offSQRing = 0          // IORING_OFF_SQ_RING (the completion queue shares it: IORING_FEAT_SINGLE_MMAP)
 	offSQEs   = 0x10000000 // IORING_OFF_SQES
 
 	featSingleMmap  = 1 << 0 // IORING_FEAT_SINGLE_MMAP
@@ -183,7 +182,6 @@ func newRing() (r *ring, err error) {
 		return nil, err
 	}
 	maps = append(maps, sqeBytes)
-	_ = offCQRing // with IORING_FEAT_SINGLE_MMAP the completion queue shares the first mapping
 
 	at := func(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&rings[off])) }
 	r.sqHead, r.sqTail, r.sqMask = at(p.sqOff.head), at(p.sqOff.tail), *at(p.sqOff.ringMask)
@@ -211,52 +209,52 @@ func newRing() (r *ring, err error) {
 
 // sync runs fsync (datasync: fdatasync) of fd on the ring and waits for
 // it. ok is false if the ring refused the request: the caller then makes
-// the system call itself.
-func (r *ring) sync(fd int, datasync bool) (err error, ok bool) {
+// the system call itself. Otherwise err is the sync's result.
+func (r *ring) sync(fd int, datasync bool) (ok bool, err error) {
 	var flags uint32
 	if datasync {
 		flags = fsyncDatasync
 	}
-	err, ok = r.do(ringSQE{opcode: opFsync, fd: int32(fd), opFlags: flags}, nil)
+	ok, err = r.do(ringSQE{opcode: opFsync, fd: int32(fd), opFlags: flags}, nil)
 	if ok {
 		ringSyncs.Add(1)
 	}
-	return err, ok
+	return ok, err
 }
 
 // unlink runs unlinkat(AT_FDCWD, name, 0) on the ring and waits for it;
 // ok as for sync. Unlinking a large file frees its blocks and can take
 // tens of milliseconds.
-func (r *ring) unlink(name string) (err error, ok bool) {
+func (r *ring) unlink(name string) (ok bool, err error) {
 	path, perr := unix.ByteSliceFromString(name)
 	if perr != nil {
-		return nil, false
+		return false, nil
 	}
 	e := ringSQE{opcode: opUnlinkat, fd: atFDCWD, addr: uint64(uintptr(unsafe.Pointer(&path[0])))}
-	err, ok = r.do(e, path)
+	ok, err = r.do(e, path)
 	if ok {
 		ringUnlinks.Add(1)
 	}
-	return err, ok
+	return ok, err
 }
 
 // do submits e and waits for its completion; keep holds the memory e
-// points to (a path) until then. The result is the request's error, or
-// ok false if the ring refused it.
-func (r *ring) do(e ringSQE, keep []byte) (err error, ok bool) {
+// points to (a path) until then. ok is false if the ring refused the
+// request; otherwise err is its result.
+func (r *ring) do(e ringSQE, keep []byte) (ok bool, err error) {
 	idx := <-r.slots
 	defer func() { r.slots <- idx }()
 	w := &ringWaiter{done: make(chan struct{}), keep: keep}
 	e.userData = uint64(idx)
 	if r.submit(idx, w, e) != nil {
-		return nil, false
+		return false, nil
 	}
 	r.await(w)
 	runtime.KeepAlive(w.keep)
 	if w.res < 0 {
-		return unix.Errno(-w.res), true
+		return true, unix.Errno(-w.res)
 	}
-	return nil, true
+	return true, nil
 }
 
 // submit queues e for waiter w in slot idx and enters it into the kernel.
@@ -264,6 +262,11 @@ func (r *ring) submit(idx int, w *ringWaiter, e ringSQE) error {
 	r.smu.Lock()
 	defer r.smu.Unlock()
 	tail := atomic.LoadUint32(r.sqTail)
+	if tail-atomic.LoadUint32(r.sqHead) > r.sqMask {
+		// Full, which the slots rule out (each entry is consumed when
+		// entered); should it happen, the caller makes the call itself.
+		return unix.EBUSY
+	}
 	i := tail & r.sqMask
 	r.sqes[i] = e
 	r.sqArray[i] = i

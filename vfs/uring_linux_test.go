@@ -126,7 +126,7 @@ func TestRingSyncError(t *testing.T) {
 	if want == nil {
 		t.Skip("fdatasync of a pipe succeeds on this kernel")
 	}
-	err, ok := r.sync(p[0], true)
+	ok, err := r.sync(p[0], true)
 	if !ok {
 		t.Fatal("the ring refused the request")
 	}
