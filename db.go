@@ -181,7 +181,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Durability == DurabilityRelaxed {
-		// No commit waits for an fsync: every sync and unlink may wait
+		// No commit waits for an fsync: file syncs and unlinks may wait
 		// parked, holding no P (vfs.Parked).
 		fs = vfs.Parked(fs)
 	}
