@@ -30,16 +30,18 @@
 // with an error wrapping ErrLocked, even against another open of the same
 // file in this process. Its files are Allocators: fallocate(2) grows them
 // with zeros and reserved blocks, so later writes below that size change
-// no size and their fdatasync flushes data only. Parked(Default()) is the
-// same file system with its syncs and its unlinks of files, on Linux, run
-// through an io_uring where the kernel offers one (uring_linux.go): the
-// caller waits on an eventfd through the runtime's poller, so a sync of
-// several milliseconds does not hold one of the process's Ps (GOMAXPROCS)
-// the whole time, as a blocking system call does, but resumes only when a
-// P next polls. Where io_uring is missing or refused, the system calls are
-// made directly. Other OSes get portable
-// fallbacks (os_other.go, os_nounix.go): fsync for fdatasync, no
-// preallocation, and no Lock without flock.
+// no size and their fdatasync flushes data only.
+//
+// Parked(Default()) is the same file system with, on Linux, its file
+// syncs and its unlinks of files run through an io_uring where the kernel
+// offers one (uring_linux.go): the caller waits on an eventfd through the
+// runtime's poller, so a sync of several milliseconds does not hold one of
+// the process's Ps (GOMAXPROCS) the whole time, as a blocking system call
+// does, but resumes only when a P next polls. Where io_uring is missing or
+// refused, the system calls are made directly.
+//
+// Other OSes get portable fallbacks (os_other.go, os_nounix.go): fsync
+// for fdatasync, no preallocation, and no Lock without flock.
 //
 // NewMem returns a MemFS, which keeps the synced and the current state of
 // every file and directory. CrashClone builds a new MemFS with the state a
