@@ -328,6 +328,14 @@ func ReleaseStripe(db *DB, key []byte)   { db.releaseStripe(stripeOf(key)) }
 func TakeStripe(db *DB, key []byte) bool { return db.takeStripe(stripeOf(key), nil) }
 func StripeSpins() int                   { return stripeSpins }
 
+// YieldOn reports whether a stripe taker of db whose first StripeSpins
+// yields took spent goes on yielding instead of blocking.
+func YieldOn(db *DB, spent time.Duration) bool { return db.yieldOn(spent) }
+
+// IdleYield is the time per yield below which a durable DB's stripe taker
+// stops yielding.
+func IdleYield() time.Duration { return idleYield }
+
 // Pause is the backoff wait of Update and the one-op writes.
 func Pause(d time.Duration, done <-chan struct{}) bool { return pause(d, done) }
 

@@ -479,8 +479,8 @@ func TestStripeTakerYieldsBeforeBlocking(t *testing.T) {
 	if bwkv.TakeStripe(db, key) {
 		t.Fatal("a second taker got a held stripe")
 	}
-	if yields != bwkv.StripeSpins() || time.Since(start) < 50*time.Millisecond {
-		t.Fatalf("%d yields in %v, want %d then a wait of LockTimeout", yields, time.Since(start), bwkv.StripeSpins())
+	if yields < bwkv.StripeSpins() || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("%d yields in %v, want at least %d then a wait of LockTimeout", yields, time.Since(start), bwkv.StripeSpins())
 	}
 	bwkv.ReleaseStripe(db, key)
 
@@ -490,6 +490,62 @@ func TestStripeTakerYieldsBeforeBlocking(t *testing.T) {
 		t.Fatal("a taker with a negative LockTimeout got a held stripe")
 	}
 	bwkv.ReleaseStripe(nowait, key)
+}
+
+// TestStripeTakerBlocksWhenYieldsIdle: under DurabilitySync a stripe
+// holder keeps the stripe through its commit's fsync, so a taker whose
+// first yields ran nothing else (they returned at once) stops yielding and
+// blocks; one whose yields ran other goroutines goes on yielding, and so
+// does every taker in relaxed durability, where holders are brief.
+func TestStripeTakerBlocksWhenYieldsIdle(t *testing.T) {
+	durable, err := bwkv.Open(t.TempDir(), &bwkv.Options{Durability: bwkv.DurabilitySync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { durable.Close() })
+	relaxed := openTest(t, nil) // relaxed
+	spins := time.Duration(bwkv.StripeSpins())
+	for _, c := range []struct {
+		name  string
+		db    *bwkv.DB
+		spent time.Duration
+		want  bool
+	}{
+		{"durable, idle yields", durable, spins * 500 * time.Nanosecond, false},
+		{"durable, no time at all", durable, 0, false},
+		{"durable, yields that ran others", durable, spins * 20 * time.Microsecond, true},
+		{"relaxed, idle yields", relaxed, spins * 500 * time.Nanosecond, true},
+		{"relaxed, yields that ran others", relaxed, spins * 20 * time.Microsecond, true},
+	} {
+		if got := bwkv.YieldOn(c.db, c.spent); got != c.want {
+			t.Errorf("%s (%v for %d yields): yield on %v, want %v", c.name, c.spent, bwkv.StripeSpins(), got, c.want)
+		}
+	}
+
+	// A durable taker of a held stripe, alone: its yields run nothing
+	// else, so it stops after StripeSpins of them (unless this machine
+	// made them slow: a yield past StripeSpins must then come at least
+	// StripeSpins*IdleYield after the start).
+	key := []byte("k")
+	if !bwkv.TryStripe(durable, key) {
+		t.Fatal("a fresh stripe is held")
+	}
+	defer bwkv.ReleaseStripe(durable, key)
+	yields := 0
+	var past time.Duration // when the first yield past StripeSpins came
+	start := time.Now()
+	durable.SetTestStripeSpinHook(func(i int) {
+		yields++
+		if i == bwkv.StripeSpins() {
+			past = time.Since(start)
+		}
+	})
+	if bwkv.TakeStripe(durable, key) {
+		t.Fatal("a taker got a held stripe")
+	}
+	if yields > bwkv.StripeSpins() && past < time.Duration(bwkv.StripeSpins())*bwkv.IdleYield() {
+		t.Fatalf("%d yields, the first past %d after %v: a durable taker whose yields were idle went on yielding", yields, bwkv.StripeSpins(), past)
+	}
 }
 
 // Update's backoff waits its whole duration (yielding below a millisecond,
