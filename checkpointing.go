@@ -139,15 +139,7 @@ func (db *DB) publish(g *generation.Gen) error {
 }
 
 // openTxns returns the transactions open now.
-func (db *DB) openTxns() []*Txn {
-	db.txMu.Lock()
-	defer db.txMu.Unlock()
-	open := make([]*Txn, 0, len(db.txns))
-	for tx := range db.txns {
-		open = append(open, tx)
-	}
-	return open
-}
+func (db *DB) openTxns() []*Txn { return db.txns.all() }
 
 // abortTxnsTooOld is the checkpoint step that enforces MaxTxnLag: it aborts
 // (ErrTxnTooOld) every transaction of open whose first record is more than

@@ -116,8 +116,7 @@ type DB struct {
 	closed   atomic.Bool
 	readOnly atomic.Bool // opened read-only or degraded
 
-	txMu sync.Mutex
-	txns map[*Txn]struct{} // open transactions, rolled back by Close
+	txns *txnSet // open transactions, rolled back by Close
 
 	snapPool sync.Pool // *snapSlab (snapshot.go)
 	hot      [hotStripes]hotStripe
@@ -191,7 +190,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 		fs:   fs,
 		lock: lk,
 		log:  logger,
-		txns: make(map[*Txn]struct{}),
 		stop: make(chan struct{}),
 	}
 	db.hooks.init(o.testHooks)
@@ -264,13 +262,7 @@ func (db *DB) Close() error {
 	if !db.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	db.txMu.Lock()
-	open := make([]*Txn, 0, len(db.txns))
-	for tx := range db.txns {
-		open = append(open, tx)
-	}
-	db.txMu.Unlock()
-	for _, tx := range open {
+	for _, tx := range db.txns.all() {
 		_ = tx.rollback(false)
 	}
 	close(db.stop)
@@ -327,9 +319,7 @@ func (db *DB) Begin() (*Txn, error) {
 	tx := &Txn{db: db, st: db.mv.Begin()}
 	tx.r.Init(db.mv, tx.st.ID, tx.st.ID)
 	tx.joinLog()
-	db.txMu.Lock()
-	db.txns[tx] = struct{}{}
-	db.txMu.Unlock()
+	db.txns.add(tx, tx.st.Reg.Shard())
 	if db.closed.Load() {
 		_ = tx.rollback(false)
 		return nil, ErrClosed

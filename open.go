@@ -53,6 +53,7 @@ func (db *DB) open(exists bool) error {
 	// during redo keeps every version not known committed (retention.go);
 	// RetireAll follows.
 	db.mv = mvcc.NewManager(0, db.durableLSN)
+	db.txns = newTxnSet(db.mv.Registry().Shards())
 	db.mv.AdvanceTo(st.Oracle)
 	db.initGC()
 	db.tree = tree.New(tree.Config{

@@ -246,9 +246,7 @@ func (db *DB) txnStats() TxnStats {
 		LockTimeouts: db.stats.lockTimeouts.Load(),
 		Requeued:     db.stats.hotRestarts.Load(),
 	}
-	db.txMu.Lock()
-	s.Open = len(db.txns)
-	db.txMu.Unlock()
+	s.Open = db.txns.len()
 	if t := db.mv.Oldest(); !t.IsZero() {
 		s.OldestTxnAge = time.Since(t)
 	}

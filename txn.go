@@ -81,6 +81,13 @@ type Txn struct {
 	// was left there (tree.Peeked): a write of that key takes the key's
 	// durable versions from it instead of reading them again. Under mu.
 	peek tree.Peeked
+
+	// shard is the txnSet shard the txn joined in Begin (fixed from
+	// then); setPrev, setNext and inSet are its links there, under
+	// shard.mu.
+	shard            *txnShard
+	setPrev, setNext *Txn
+	inSet            bool
 }
 
 // undo is what a rollback needs to compensate one write: the key and the
@@ -523,11 +530,7 @@ func (tx *Txn) leaveLog() {
 	}
 }
 
-func (db *DB) forget(tx *Txn) {
-	db.txMu.Lock()
-	delete(db.txns, tx)
-	db.txMu.Unlock()
-}
+func (db *DB) forget(tx *Txn) { db.txns.remove(tx) }
 
 // stripes returns the stripe a restart asked for and the stripe the txn
 // took itself (see Txn).

@@ -59,7 +59,21 @@ type overReg struct {
 // Reg is one registration. The zero value is unregistered.
 type Reg struct {
 	slot *paddedSlot
-	over bool
+	// shard is the index of slot's shard (set with slot).
+	shard int32
+	over  bool
+}
+
+// Shard returns the index of the registry shard g's slot is in, in
+// [0, Registry.Shards()), or -1 if g holds no slot (unregistered, or
+// registered in the overflow). Registrations on one P claim slots next to
+// each other (Registry.hints), so the shard tells roughly which CPU
+// registered: a caller can keep per-CPU state by it.
+func (g *Reg) Shard() int {
+	if g.slot == nil {
+		return -1
+	}
+	return int(g.shard)
 }
 
 // NewRegistry sizes the registry for the machine.
@@ -72,6 +86,9 @@ func NewRegistry() *Registry {
 	r.hints.New = func() any { return &slotHint{i: rand.Uint32()} }
 	return r
 }
+
+// Shards returns the number of shards (a Reg.Shard is below it).
+func (r *Registry) Shards() int { return len(r.shards) }
 
 // Register stores lowerBound (which must be <= the start the caller samples
 // next) in a free slot, marked provisional until Settle. O(1) expected;
@@ -110,6 +127,7 @@ func (r *Registry) RegisterAt(g *Reg, lowerBound uint64, since int64) {
 		if sl.v.Load() == 0 && sl.v.CompareAndSwap(0, v) {
 			sl.since.Store(since)
 			g.slot = sl
+			g.shard = int32(i / slotsPerShard)
 			h.i = i
 			r.hints.Put(h)
 			return

@@ -199,3 +199,40 @@ func TestRegistrySlotHint(t *testing.T) {
 		t.Fatalf("%d of %d registrations took the slot the previous one freed", same, rounds)
 	}
 }
+
+// TestRegShard: a slot's registration reports its shard, in range; an
+// overflow or ended registration reports -1.
+func TestRegShard(t *testing.T) {
+	r := NewRegistry()
+	regs := make([]Reg, len(r.shards)*slotsPerShard+1) // the last overflows
+	seen := map[int]bool{}
+	for i := range regs {
+		r.Register(&regs[i], 1)
+	}
+	for i := range regs[:len(regs)-1] {
+		s := regs[i].Shard()
+		if s < 0 || s >= r.Shards() || !inShard(&r.shards[s], regs[i].slot) {
+			t.Fatalf("registration %d: shard %d of %d does not hold its slot", i, s, r.Shards())
+		}
+		seen[s] = true
+	}
+	if len(seen) != r.Shards() {
+		t.Fatalf("a full registry's registrations name %d shards of %d", len(seen), r.Shards())
+	}
+	if s := regs[len(regs)-1].Shard(); s != -1 {
+		t.Fatalf("overflow registration: shard %d, want -1", s)
+	}
+	r.Unregister(&regs[0])
+	if s := regs[0].Shard(); s != -1 {
+		t.Fatalf("ended registration: shard %d, want -1", s)
+	}
+}
+
+func inShard(sh *shard, sl *paddedSlot) bool {
+	for i := range sh.slots {
+		if &sh.slots[i] == sl {
+			return true
+		}
+	}
+	return false
+}
