@@ -11,10 +11,10 @@ import "sync"
 // every writer took in turn, its cache line moving between the CPUs of
 // two writers twice per transaction: W2 (95% reads, 5% updates, 2
 // threads) ran 12-13% slower than with no set at all, and 4% slower than
-// with this one (bench/results/s36-txnset/). So the set is sharded, and a
-// transaction joins the shard of its registry slot's shard
-// (mvcc.Reg.Shard). A slot is claimed next to the last one claimed on the
-// same P, so writers on different CPUs keep to different shards and a
+// with this one (bench/results/s36-txnset/). So the set is sharded: a
+// transaction joins the shard numbered as the registry shard its slot is
+// in (mvcc.Reg.Shard). A slot is claimed next to the last one claimed on
+// the same P, so writers on different CPUs keep to different shards and a
 // shard's line stays with its CPU. Each shard is an intrusive list:
 // joining and leaving are O(1) and allocate nothing.
 type txnSet struct {
