@@ -19,7 +19,7 @@ func TestTxnSet(t *testing.T) {
 	if s.len() != 10 || len(s.all()) != 10 {
 		t.Fatalf("len %d, all %d; want 10", s.len(), len(s.all()))
 	}
-	for _, i := range []int{0, 4, 9, 4, 5} { // head, middle, tail, again
+	for _, i := range []int{0, 4, 9, 4, 5} { // first and last added, middle, one twice
 		s.remove(txs[i])
 	}
 	if s.len() != 6 {
