@@ -83,11 +83,9 @@ type Txn struct {
 	peek tree.Peeked
 
 	// shard is the txnSet shard the txn joined in Begin (fixed from
-	// then); setPrev, setNext and inSet are its links there, under
-	// shard.mu.
+	// then); setPrev and setNext are its links there, under shard.mu.
 	shard            *txnShard
 	setPrev, setNext *Txn
-	inSet            bool
 }
 
 // undo is what a rollback needs to compensate one write: the key and the

@@ -44,7 +44,6 @@ func (s *txnSet) add(tx *Txn, hint int) {
 		sh.head.setPrev = tx
 	}
 	sh.head = tx
-	tx.inSet = true
 	sh.n++
 	sh.mu.Unlock()
 }
@@ -57,7 +56,7 @@ func (s *txnSet) remove(tx *Txn) {
 		return
 	}
 	sh.mu.Lock()
-	if tx.inSet {
+	if tx.setPrev != nil || sh.head == tx { // a member: linked, or the head
 		if tx.setPrev != nil {
 			tx.setPrev.setNext = tx.setNext
 		} else {
@@ -66,7 +65,7 @@ func (s *txnSet) remove(tx *Txn) {
 		if tx.setNext != nil {
 			tx.setNext.setPrev = tx.setPrev
 		}
-		tx.setPrev, tx.setNext, tx.inSet = nil, nil, false
+		tx.setPrev, tx.setNext = nil, nil
 		sh.n--
 	}
 	sh.mu.Unlock()
