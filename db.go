@@ -246,6 +246,19 @@ func (db *DB) retireLoop() {
 	}
 }
 
+// flushLog makes the log write out the bytes its appends left due
+// (wal.Writer.FlushDue), once the caller's transaction ended and it holds
+// no lock, key stripe included, another writer may wait for. A failure
+// degrades the DB, as a failed append does.
+func (db *DB) flushLog() {
+	if db.wal == nil { // read-only
+		return
+	}
+	if err := db.wal.FlushDue(); err != nil {
+		_ = db.degrade(err)
+	}
+}
+
 // afterFinish is called after each commit or rollback: retirement is
 // amortized over many finishes (its watermark scan touches every registry
 // slot).

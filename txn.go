@@ -365,6 +365,11 @@ func (tx *Txn) Commit() error {
 	tx.live.Close()
 	tx.mu.Unlock()
 	db := tx.db
+	if !tx.update && !tx.blind {
+		// Update and the one-op writes flush once they released the
+		// key's stripe.
+		defer db.flushLog()
+	}
 	defer db.afterFinish()
 	defer db.forget(tx)
 	if !tx.began {
@@ -506,6 +511,9 @@ func (tx *Txn) rollback(count bool) error {
 	}
 	db.forget(tx)
 	db.afterFinish()
+	if !tx.update && !tx.blind {
+		db.flushLog()
+	}
 	return nil
 }
 

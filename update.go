@@ -80,6 +80,7 @@ func (db *DB) UpdateContext(ctx context.Context, fn func(*Txn) error) error {
 		if stripe > 0 {
 			db.releaseStripe(stripe - 1)
 		}
+		db.flushLog()
 	}()
 	for attempt := 0; ; {
 		if err := ctx.Err(); err != nil {
@@ -203,6 +204,7 @@ func (db *DB) oneOp(key, value []byte, del bool) error {
 		if locked {
 			db.releaseStripe(stripe)
 		}
+		db.flushLog()
 	}()
 	for attempt := 0; ; attempt++ {
 		if !tried && db.isHot(stripe) {

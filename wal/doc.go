@@ -45,7 +45,8 @@
 // written to N+1. Rotation runs where the pending bytes are written: in a
 // group-commit leader (Sync), in the relaxed-mode flusher, or in the
 // writer's background goroutine, which Append kicks when the pending bytes
-// past the soft flush threshold cross a segment boundary; never in an
+// past the soft flush threshold cross a segment boundary or pass twice
+// the threshold; never in an
 // Append below the hard limit, because the engine appends under a page
 // lock and the cut gate and a rotation waits for an fsync. Hence an existing older segment is always complete on
 // disk, which is what lets the reader treat any damage outside the last
@@ -67,10 +68,11 @@
 // # Group commit
 //
 // Append encodes the record into an in-memory buffer under the append mutex
-// and returns its LSN; it does no I/O unless the buffer is large (then it
-// writes the buffer out if no segment boundary is pending, and waits for
-// the file, rotating itself, only past a hard limit, which is the log's
-// backpressure). Sync is leader/follower: a caller whose LSN
+// and returns its LSN; it does no I/O below a hard limit, the log's
+// backpressure, past which it writes (and rotates) itself. Past a soft
+// limit the bytes are due: the engine writes them out (FlushDue, no
+// rotation) once the appending transaction has ended and released its
+// locks, so that writers queued on its keys do not wait for the write. Sync is leader/follower: a caller whose LSN
 // is not durable becomes the leader unless a sync is in flight (then it
 // waits). The leader swaps the buffer out (the append mutex is held only
 // for the swap, never across a write or an fsync), writes it under the

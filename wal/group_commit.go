@@ -149,6 +149,9 @@ func (w *Writer) flush(rotate bool) (deferred bool, err error) {
 	}
 	data, bounds, start, recs := w.buf, w.bounds, w.bufStart, w.records
 	w.buf, w.bounds = w.spare[:0], w.spareBounds[:0]
+	if w.due.Load() {
+		w.due.Store(false)
+	}
 	w.bufStart = LSN(w.head.Load())
 	w.mu.Unlock()
 
@@ -277,8 +280,8 @@ func (w *Writer) rotateLocked(b bound) error {
 }
 
 // loop is the writer's background goroutine. It rotates: when Append
-// kicks it (past the soft flush threshold, the pending bytes cross a
-// segment boundary) it writes them out,
+// kicks it (the pending bytes past the soft flush threshold cross a
+// segment boundary, or pass twice the threshold) it writes them out,
 // fsyncing the full segment and creating the next, so that appenders,
 // which may hold a page lock and the cut gate, never wait for that fsync
 // (below the hard limit). In relaxed mode it is also the flusher: every

@@ -36,10 +36,12 @@ const (
 	MinSegmentBytes      = 4 << 10
 )
 
-// Appenders hand buffered bytes to the file themselves past softFlushBytes
-// when no flusher is busy, and wait for the file past hardFlushBytes, which
-// bounds the append buffer (and is the log's backpressure) when the file
-// cannot keep up.
+// Past softFlushBytes the buffered bytes are due for a write-out
+// (FlushDue), which the engine makes once the appending transaction ended
+// and holds no lock another writer may wait for; past twice that the
+// background goroutine is asked to write them; past hardFlushBytes an
+// appender writes them itself, which bounds the append buffer (and is the
+// log's backpressure) when the file cannot keep up.
 const (
 	softFlushBytes = 256 << 10
 	hardFlushBytes = 4 << 20
@@ -143,6 +145,9 @@ type Writer struct {
 	head    atomic.Uint64 // written under mu: just past the last appended record
 	durable atomic.Uint64 // written under fsyncMu: every byte below is fsynced
 	fail    atomic.Pointer[failure]
+	// due (written under mu): Append found softFlushBytes or more
+	// pending; the flush that takes the buffer clears it (FlushDue).
+	due atomic.Bool
 
 	writeMu   sync.Mutex
 	file      vfs.File // writeMu: the newest segment; nil after Close
@@ -362,13 +367,21 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 	w.records++
 	w.head.Store(uint64(lsn) + uint64(size))
 	pending, boundary := len(w.buf), len(w.bounds) > 0
+	if pending >= softFlushBytes && !w.due.Load() {
+		w.due.Store(true)
+	}
 	w.mu.Unlock()
 
-	// The caller may hold a page lock and the cut gate: below the hard
-	// limit it never waits for the file, and never rotates (a rotation
-	// fsyncs the full segment, then creates the next and fsyncs the
-	// directory). Pending bytes that cross a segment boundary go to the
-	// background goroutine instead.
+	// The caller may hold a page lock, the cut gate and its
+	// transaction's key locks: below the hard limit it never waits for
+	// the file, and never rotates (a rotation fsyncs the full segment,
+	// then creates the next and fsyncs the directory). Past the soft
+	// limit the bytes are due: the engine writes them out with FlushDue
+	// once the transaction ended. (Appenders once wrote them themselves
+	// here, and every writer queued on the transaction's keys or its
+	// page waited for that write too.) Bytes that cross a segment
+	// boundary, or that pile up to twice the soft limit (a long
+	// transaction), go to the background goroutine.
 	switch {
 	case pending >= hardFlushBytes:
 		// The log's backpressure: the files cannot keep up, and this
@@ -376,20 +389,35 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 		w.writeMu.Lock()
 		_, err = w.flush(true)
 		w.writeMu.Unlock()
-	case pending >= softFlushBytes && boundary:
+	case pending >= softFlushBytes && (boundary || pending >= 2*softFlushBytes):
 		w.kickRotation()
-	case pending >= softFlushBytes && w.writeMu.TryLock():
-		var deferred bool
-		deferred, err = w.flush(false)
-		w.writeMu.Unlock()
-		if deferred {
-			w.kickRotation()
-		}
 	}
 	if err != nil {
 		return 0, err
 	}
 	return lsn, nil
+}
+
+// FlushDue writes the pending bytes to the file if they are due (an
+// Append found softFlushBytes or more) and no other goroutine is writing
+// them out; it never fsyncs, never rotates (bytes that cross a segment
+// boundary go to the background goroutine) and never waits for the
+// file. The engine calls it when a transaction has ended, outside every
+// lock. O(1) when nothing is due.
+func (w *Writer) FlushDue() error {
+	if !w.due.Load() || !w.writeMu.TryLock() {
+		return nil
+	}
+	var deferred bool
+	var err error
+	if w.file != nil { // nil: closed
+		deferred, err = w.flush(false)
+	}
+	w.writeMu.Unlock()
+	if deferred {
+		w.kickRotation()
+	}
+	return err
 }
 
 // kickRotation asks the background goroutine to write out the pending

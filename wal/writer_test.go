@@ -1,7 +1,9 @@
 package wal_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -431,4 +433,88 @@ func TestConcurrentStress(t *testing.T) {
 			t.Logf("%d records, %d rotations, %d syncs, %d recycled", st.Records, st.Rotations, st.Syncs, st.RecycledSegments)
 		})
 	}
+}
+
+// writes counts the "write" operations h recorded.
+func writes(h *hookFS) int {
+	n := 0
+	for _, op := range h.opsLog() {
+		if strings.HasPrefix(op, "write ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestDueBytesWaitForFlushDue checks where the log's pending bytes are
+// written below the hard limit: not by the Append that passes the soft
+// limit (its caller may hold locks other writers wait for), but by
+// FlushDue, which the engine calls once the transaction ended; past twice
+// the soft limit, by the background goroutine.
+func TestDueBytesWaitForFlushDue(t *testing.T) {
+	o, h := newLog(t, 8<<20)
+	w := openWriter(t, o, 0)
+	defer w.Close()
+	h.mu.Lock()
+	h.record = true
+	h.mu.Unlock()
+
+	if err := w.FlushDue(); err != nil || writes(h) != 0 {
+		t.Fatalf("FlushDue with nothing due: err %v, %d writes", err, writes(h))
+	}
+	big := func(i int) wal.Record {
+		return wal.Record{Type: wal.Put, TxID: 1, Seq: uint32(i), Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte{byte(i)}, 100<<10)}
+	}
+	var want []logged
+	for i := range 3 { // 300 KiB: past the soft limit (256 KiB), under twice it
+		r := big(i)
+		lsn, err := w.Append(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, logged{lsn, r})
+	}
+	if n := writes(h); n != 0 {
+		t.Fatalf("%d writes by the appends below twice the soft limit, want 0", n)
+	}
+	if err := w.FlushDue(); err != nil {
+		t.Fatal(err)
+	}
+	if writes(h) == 0 {
+		t.Fatalf("FlushDue wrote nothing with %d bytes due", w.Head())
+	}
+	got, _, err := replayAll(t, o.FS, o.Dir, 0, w.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, got, want)
+	n := writes(h)
+	if err := w.FlushDue(); err != nil || writes(h) != n {
+		t.Fatalf("a second FlushDue: err %v, %d writes, want %d", err, writes(h), n)
+	}
+
+	// Nobody calls FlushDue (a long transaction): past twice the soft
+	// limit the background goroutine writes the bytes.
+	var more []logged
+	for i := 3; i < 9; i++ { // 600 KiB
+		r := big(i)
+		lsn, err := w.Append(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, logged{lsn, r})
+	}
+	head := w.Head()
+	deadline := time.Now().Add(10 * time.Second) // hang detector, not a latency bound
+	for {
+		got, _, err = replayAll(t, o.FS, o.Dir, 0, head)
+		if err == nil && len(got) == len(want)+len(more) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the background goroutine never wrote the bytes past twice the soft limit: %d records in the file (err %v)", len(got), err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	checkRecords(t, got, append(want, more...))
 }
