@@ -50,7 +50,8 @@ func logHolds(t *testing.T, fs vfs.FS, dir string, run []byte) bool {
 // transaction released its locks (wal.Writer.FlushDue).
 func TestLogWrittenWhenTxnEnds(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := bwkv.Open("db", &bwkv.Options{FS: fs, Durability: bwkv.DurabilityRelaxed, FlushInterval: time.Hour})
+	db, err := bwkv.Open("db", &bwkv.Options{FS: fs, Durability: bwkv.DurabilityRelaxed, FlushInterval: time.Hour,
+		MaxValueSize: 512 << 10, WALSegmentBytes: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
