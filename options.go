@@ -124,8 +124,10 @@ type Options struct {
 	CheckpointBytes int64
 	// CacheBytes is the memory budget for clean leaf pages; default 256
 	// MiB. Past it, clean leaves are evicted (see the package Caveats).
-	// Outside it: dirty pages (bounded by CheckpointBytes backpressure)
-	// and inner pages, which stay resident (Stats.Cache.InnerBytes). They
+	// Outside it: dirty pages (bounded by CheckpointBytes backpressure),
+	// the log's append buffers (at most 2 x 16 MiB, while the log's file
+	// lags behind the writes) and inner pages, which stay resident
+	// (Stats.Cache.InnerBytes). Inner pages
 	// hold one separator per page below them: about (separator key bytes
 	// + 40) per leaf at the default PageSplitEntries (measured: 51 bytes
 	// per leaf, 0.2 MiB for 300k 16-byte keys), more with small pages,

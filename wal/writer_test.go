@@ -518,3 +518,67 @@ func TestDueBytesWaitForFlushDue(t *testing.T) {
 	}
 	checkRecords(t, got, append(want, more...))
 }
+
+// TestAppendBufferBounded: while a write-out holds the file (a rotation's
+// fsync on a busy device), appenders go on into the buffer up to the hard
+// limit and no further: the Append that reaches it waits to write the
+// buffer itself. That bounds the log's memory outside the cache budget.
+func TestAppendBufferBounded(t *testing.T) {
+	o, _ := newLog(t, 128<<20)
+	w := openWriter(t, o, 0)
+	defer w.Close()
+	const recBytes = 64 << 10
+	rec := wal.Record{Type: wal.Put, TxID: 1, Key: []byte("k"), Value: bytes.Repeat([]byte{7}, recBytes)}
+	n := 2 * wal.HardFlushBytes / recBytes
+	release := wal.HoldWrites(w)
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			if _, err := w.Append(&rec); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	// Wait until the buffer reaches the limit (hang detector, not a
+	// latency bound); the appender must then stop there.
+	deadline := time.Now().Add(30 * time.Second)
+	for wal.Pending(w) < wal.HardFlushBytes {
+		select {
+		case err := <-done:
+			release()
+			t.Fatalf("all %d records appended while no write-out could run, %d bytes pending (err %v)", n, wal.Pending(w), err)
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			release()
+			t.Fatalf("the buffer never reached the limit: %d bytes pending", wal.Pending(w))
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // time to go past the limit, if it could
+	p := wal.Pending(w)
+	select {
+	case err := <-done:
+		release()
+		t.Fatalf("all %d records appended while no write-out could run, %d bytes pending (err %v)", n, p, err)
+	default:
+	}
+	release()
+	if p > wal.HardFlushBytes+recBytes+1024 {
+		t.Fatalf("%d bytes pending while the file was held; want at most the hard limit %d plus one record", p, wal.HardFlushBytes)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(w.Head()); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := replayAll(t, o.FS, o.Dir, 0, w.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("replayed %d records, want %d", len(got), n)
+	}
+}
