@@ -2,6 +2,8 @@ package bwkv_test
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +35,7 @@ func logHolds(t *testing.T, fs vfs.FS, dir string, run []byte) bool {
 		b := make([]byte, size)
 		_, err = f.ReadAt(b, 0)
 		_ = f.Close()
-		if err != nil && size > 0 && !strings.Contains(err.Error(), "EOF") {
+		if err != nil && !errors.Is(err, io.EOF) {
 			t.Fatal(err)
 		}
 		if bytes.Contains(b, run) {
