@@ -44,12 +44,12 @@
 // directory is fsynced right after the create and before any byte is
 // written to N+1. Rotation runs where the pending bytes are written: in a
 // group-commit leader (Sync), in the relaxed-mode flusher, or in the
-// writer's background goroutine, which Append kicks when the pending bytes
-// past the soft flush threshold cross a segment boundary or pass twice
-// the threshold; never in an
-// Append below the hard limit, because the engine appends under a page
-// lock and the cut gate and a rotation waits for an fsync. Hence an existing older segment is always complete on
-// disk, which is what lets the reader treat any damage outside the last
+// writer's background goroutine, which Append kicks when the pending
+// bytes past the soft flush threshold cross a segment boundary or pass
+// twice the threshold; never in an Append below the hard limit, because
+// the engine appends under a page lock and the cut gate and a rotation
+// waits for an fsync. Hence an existing older segment is always complete
+// on disk, which is what lets the reader treat any damage outside the last
 // segment as corruption, and a segment holding an acknowledged commit
 // always has a durable directory entry. Recycle deletes segments wholly
 // below an LSN (never the newest, never past the durable LSN), oldest first,
@@ -72,9 +72,9 @@
 // backpressure, past which it writes (and rotates) itself. Past a soft
 // limit the bytes are due: the engine writes them out (FlushDue, no
 // rotation) once the appending transaction has ended and released its
-// locks, so that writers queued on its keys do not wait for the write. Sync is leader/follower: a caller whose LSN
-// is not durable becomes the leader unless a sync is in flight (then it
-// waits). The leader swaps the buffer out (the append mutex is held only
+// locks, so that writers queued on its keys do not wait for the write.
+// Sync is leader/follower: a caller whose LSN is not durable becomes the
+// leader unless a sync is in flight (then it waits). The leader swaps the buffer out (the append mutex is held only
 // for the swap, never across a write or an fsync), writes it under the
 // write lock, rotating where needed, releases the write lock, fsyncs once,
 // publishes the durable LSN and wakes every waiter: those it covered
