@@ -365,11 +365,7 @@ func (tx *Txn) Commit() error {
 	tx.live.Close()
 	tx.mu.Unlock()
 	db := tx.db
-	if !tx.update && !tx.blind {
-		// Update and the one-op writes flush once they released the
-		// key's stripe.
-		defer db.flushLog()
-	}
+	defer tx.flushOwnLog()
 	defer db.afterFinish()
 	defer db.forget(tx)
 	if !tx.began {
@@ -511,10 +507,17 @@ func (tx *Txn) rollback(count bool) error {
 	}
 	db.forget(tx)
 	db.afterFinish()
-	if !tx.update && !tx.blind {
-		db.flushLog()
-	}
+	tx.flushOwnLog()
 	return nil
+}
+
+// flushOwnLog writes out the log bytes the ended txn left due
+// (DB.flushLog), unless Update or a one-op write runs it: they flush once
+// they released the key's stripe.
+func (tx *Txn) flushOwnLog() {
+	if !tx.update && !tx.blind {
+		tx.db.flushLog()
+	}
 }
 
 // joinLog counts the txn among the writers a group-commit leader waits
