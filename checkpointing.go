@@ -1,9 +1,11 @@
 package bwkv
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/bwkv/bwkv/checkpoint"
+	"github.com/bwkv/bwkv/failpoints"
 	"github.com/bwkv/bwkv/generation"
 )
 
@@ -75,13 +77,40 @@ func (db *DB) degradedErr() error {
 }
 
 // cut seals the hot generation for a checkpoint (nil: a sealed one is
-// pending) and runs the cut test hook.
+// pending) and runs the cut test hook. Inside the gate, before it reads
+// the frontier, it logs the open transactions' before-images
+// (logImages); if that fails the DB degrades, so the sealed generation
+// is never published (Checkpointer.Attempt).
 func (db *DB) cut() *generation.Gen {
-	g := db.gens.Cut(func() uint64 { return uint64(db.wal.Head()) })
+	g := db.gens.Cut(func() uint64 {
+		if err := db.logImages(); err != nil {
+			_ = db.degrade(err)
+		}
+		return uint64(db.wal.Head())
+	})
 	if g != nil {
 		db.hooks.runCut()
 	}
 	return g
+}
+
+// logImages logs the before-images every open transaction owes the cut
+// (Txn.logImages). Called inside the gate's write side, so no write is
+// between its log record and its place in tx.writes. O(open
+// transactions + their writes since the last cut).
+func (db *DB) logImages() error {
+	if failpoints.Skip(failpoints.MutCutNoImages) {
+		return nil
+	}
+	if err := failpoints.Hit(failpoints.CheckpointImages); err != nil {
+		return fmt.Errorf("bwkv: cut: %w", err)
+	}
+	for _, tx := range db.txns.all() {
+		if err := tx.logImages(); err != nil {
+			return fmt.Errorf("bwkv: cut: before-image: %w", err)
+		}
+	}
+	return nil
 }
 
 // publish is the checkpoint of one sealed generation: the step that

@@ -473,6 +473,12 @@ func undoPrepare(dir string, out *crashOut) {
 		os.Exit(3)
 	}
 	openLoser(db, out)
+	// The checkpoint steals the loser's versions to disk: recovery must
+	// undo them, with the old values the cut logged (before-images).
+	if err := db.Checkpoint(); err != nil {
+		out.line("error %v", err)
+		os.Exit(3)
+	}
 	if err := db.Sync(); err != nil {
 		out.line("error %v", err)
 		os.Exit(3)

@@ -79,6 +79,10 @@ type DB struct {
 	// later; wal.Options.BindLSN), which lets the log reuse its retired
 	// segment files. A database of an older format keeps its log's layout.
 	logBound bool
+	// deferOld: writes log their old value apart, in a before-image at
+	// the next cut while their txn is open (format 4 and later;
+	// Txn.logImages).
+	deferOld bool
 
 	files *pool.Files // open data files: bounded, reference counted (files.go)
 

@@ -100,6 +100,7 @@ func (db *DB) applyStoredFormat(st *manifest.State) error {
 		version = db.hooks.newFormat()
 	}
 	db.logBound = version >= manifest.LogBoundFormat
+	db.deferOld = version >= manifest.DeferredOldFormat
 	if st.FormatVersion != 0 {
 		stored := st.Options
 		c, ok := parseCompression(stored.Compression)

@@ -38,7 +38,14 @@ type Txn struct {
 	live   invariants.CloseChecker
 	doomed error
 	seq    uint32
+	// writes are the txn's writes in order, appended under imgMu inside
+	// the cut gate (the write's page lock held), so a cut sees every
+	// write its generation holds; imaged counts those a cut already
+	// logged a before-image for (logImages). imgMu is never held while
+	// waiting for the gate: the cut takes it with the gate's write side.
+	imgMu  sync.Mutex
 	writes []undo
+	imaged int
 	// began is set once the begin record is logged (lazily, before the
 	// first write); first is its LSN and last the txn's newest record's.
 	began       bool
@@ -98,6 +105,11 @@ type undo struct {
 	// prev is the write record's PrevLSN: a CLR compensating this write
 	// names it as undo-next.
 	prev wal.LSN
+	// lsn is the write record's own LSN; deferred, that the record left
+	// the old value out (wal.Record.OldDeferred): a cut logs it in a
+	// before-image while the txn is open (logImages).
+	lsn      wal.LSN
+	deferred bool
 }
 
 func (tx *Txn) usable() error {
@@ -299,14 +311,23 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 		case mvcc.CheckWait:
 			return nil, nil // no delta: the page lock is released, nothing installed
 		}
+		// The old value stays out of the record (OldDeferred): undo needs
+		// it only if a checkpoint can hold this version before the txn
+		// ends, that is if a cut comes first, and the cut logs it then
+		// (logImages). A commit before the next cut never logs it.
+		// (A database of an older format logs the old value inline.)
 		rec := wal.Record{TxID: wal.TxID(me), Key: key}
+		deferOld := tx.db.deferOld && u.hasOld
+		if !deferOld {
+			rec.OldValue, rec.HasOld = u.old, u.hasOld
+		}
 		flags := delta.Flags(0)
 		switch {
 		case del:
 			flags = delta.Tombstone
-			rec.Type, rec.OldValue, rec.HasOld = wal.Delete, u.old, u.hasOld
+			rec.Type, rec.OldDeferred = wal.Delete, deferOld
 		case u.hasOld:
-			rec.Type, rec.OldValue, rec.HasOld, rec.Value = wal.Update, u.old, true, value
+			rec.Type, rec.OldDeferred, rec.Value = wal.Update, deferOld, value
 		default:
 			rec.Type, rec.Value = wal.Put, value
 		}
@@ -318,6 +339,11 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 		d.LSN = uint64(lsn)
 		u.key = d.Key
 		u.prev = rec.PrevLSN
+		u.lsn, u.deferred = lsn, rec.OldDeferred
+		// Recorded inside the gate: a cut that seals d sees the write.
+		tx.imgMu.Lock()
+		tx.writes = append(tx.writes, u)
+		tx.imgMu.Unlock()
 		return d, nil
 	}, &tx.peek)
 	if err != nil {
@@ -326,8 +352,30 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 	if holder != nil {
 		return holder, nil
 	}
-	tx.writes = append(tx.writes, u)
 	return nil, nil
+}
+
+// logImages logs a before-image (wal.Image) of each write of the txn with
+// a deferred old value that no cut covered yet. The cut calls it for
+// every open txn inside the gate's write side, before it reads the
+// frontier: every version a checkpoint can hold of a txn that has not
+// ended then has its old value in the log below the frontier, which the
+// checkpoint makes durable before it publishes (INV-C1). A txn that
+// committed or rolled back meanwhile gets images it will never need.
+func (tx *Txn) logImages() error {
+	tx.imgMu.Lock()
+	defer tx.imgMu.Unlock()
+	for ; tx.imaged < len(tx.writes); tx.imaged++ {
+		u := &tx.writes[tx.imaged]
+		if !u.deferred {
+			continue
+		}
+		rec := wal.Record{Type: wal.Image, TxID: wal.TxID(tx.st.ID), Key: u.key, Value: u.old, Of: u.lsn}
+		if _, err := tx.db.wal.Append(&rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewIter returns an iterator over this transaction's view, its own writes
@@ -456,9 +504,12 @@ func (tx *Txn) rollback(count bool) error {
 	}
 	tx.done = true
 	tx.live.Close()
-	writes := tx.writes
-	tx.writes = nil
 	tx.mu.Unlock()
+	// tx.writes stays: until the end record a cut must still image the
+	// writes not compensated yet.
+	tx.imgMu.Lock()
+	writes := tx.writes
+	tx.imgMu.Unlock()
 	db := tx.db
 	db.mv.SetAborted(tx.st)
 	for i := len(writes) - 1; i >= 0; i-- {

@@ -326,6 +326,10 @@ func (c *Checkpointer) Attempt(force bool) error {
 	if g == nil {
 		return errors.New("bwkv: checkpoint: a sealed generation is pending")
 	}
+	if err := c.env.Degraded(); err != nil {
+		// The cut itself failed (its before-images were not logged).
+		return err
+	}
 	return c.env.Publish(g)
 }
 

@@ -14,6 +14,7 @@ const (
 	TxnAbortEnd      = "txn_abort_end"
 
 	CheckpointCut           = "checkpoint_cut"
+	CheckpointImages        = "checkpoint_images"
 	CheckpointWALSync       = "checkpoint_wal_sync"
 	CheckpointFileID        = "checkpoint_file_id"
 	CheckpointDataWrite     = "checkpoint_data_write"
@@ -45,7 +46,7 @@ const (
 var All = []string{
 	WALAppend, WALBeforeSync, WALAfterSync, WALRotate, WALRecycle,
 	TxnCommitLogged, TxnCommitDurable, TxnUndoCLR, TxnAbortEnd,
-	CheckpointCut, CheckpointWALSync, CheckpointFileID, CheckpointDataWrite,
+	CheckpointCut, CheckpointImages, CheckpointWALSync, CheckpointFileID, CheckpointDataWrite,
 	CheckpointDataSync, CheckpointDirSync, CheckpointManifestWrite,
 	CheckpointMarkDurable, CheckpointRecycle,
 	ManifestAppend, ManifestRotate,
@@ -83,6 +84,9 @@ const (
 	// while retired segments are still reused: a reused segment's stale
 	// records read as records again.
 	MutWALUnboundRecords = "mutant_wal_unbound_records"
+	// A cut logs no before-images: an open transaction's write that a
+	// checkpoint holds has no old value in the log.
+	MutCutNoImages = "mutant_cut_no_images"
 )
 
 // Mutants lists every mutant point, for prod_test.sh mutants.
@@ -90,4 +94,5 @@ var Mutants = []string{
 	MutCommitNotDurable, MutCheckpointNoWALSync, MutCheckpointNoDataSync,
 	MutCheckpointDropPage, MutJunkNotRecorded, MutGCDeleteBeforeRemap,
 	MutRecoveryNoUndo, MutCLRNoUndoNext, MutWALUnboundRecords,
+	MutCutNoImages,
 }

@@ -9,12 +9,19 @@ import "github.com/bwkv/bwkv/internal/base"
 // stored BlobThreshold is 0) and is read as it is. Version 3 binds each log
 // record to its LSN (the record's CRC covers it first), so the log can
 // reuse its retired segment files; a database of version 1 or 2 keeps
-// its log's layout.
-const FormatVersion = 3
+// its log's layout. Version 4 logs an update's or delete's old value
+// apart from the write, in a before-image at the next cut while the
+// transaction is open (wal.Image); a database of an older version logs
+// old values in the write records, as before.
+const FormatVersion = 4
 
 // LogBoundFormat is the first format version whose log binds each record
 // to its LSN (wal.Options.BindLSN).
 const LogBoundFormat = 3
+
+// DeferredOldFormat is the first format version whose writes may log
+// their old value in a before-image (wal.Record.OldDeferred).
+const DeferredOldFormat = 4
 
 // Blob frames have logical addresses of their own (docs/formats.md): the
 // checkpoint that writes data file f gives its i-th blob the address

@@ -70,19 +70,37 @@ type Result struct {
 	Duration time.Duration
 }
 
-// rec is what undo needs of one record of an open transaction.
+// rec is what undo needs of one record of an open transaction below the
+// frontier.
 type rec struct {
 	typ      wal.Type
 	prev     wal.LSN
 	undoNext wal.LSN
 	key, old []byte
 	hasOld   bool
+	// deferred: the write logged its old value apart (OldDeferred) and no
+	// before-image of it was met yet.
+	deferred bool
 }
 
 type txn struct {
 	last    wal.LSN
 	maxSeq  uint32
 	records map[wal.LSN]*rec
+	// lastPre is the txn's newest record below the frontier (hasPre: one
+	// exists): undo starts there.
+	lastPre wal.LSN
+	hasPre  bool
+	// pending are the txn's records at or after the frontier, in log
+	// order, held until its commit or end record decides what redo
+	// installs (analyzeRedo).
+	pending []pendingRec
+}
+
+// pendingRec is a copy of a record at or after the frontier.
+type pendingRec struct {
+	lsn wal.LSN
+	r   wal.Record
 }
 
 // Run recovers the log in o.WAL.Dir and returns the writer that continues
@@ -124,12 +142,32 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 }
 
 // analyzeRedo is the replay's step for one record: analysis (the open
-// transactions and what undo needs of their records, in open) and redo of
-// the records at or above the frontier.
+// transactions and what undo needs of their records below the frontier)
+// and redo. Redo installs a transaction's records at or after the
+// frontier once its outcome is read: all of them at its commit record,
+// only its CLRs at its end record (every write of a rolled-back
+// transaction has its CLR, which restores the old value, so its writes
+// need not be installed; a recovery's undo, below, writes CLRs only for
+// the writes below the frontier, the ones a checkpoint holds), none if
+// the log ends first (a loser). So undo never needs the old value of a
+// write at or after the frontier, and a write below it had its old value
+// logged in the record or, at the cut that sealed it, in a before-image
+// (wal.Image). Undo thus never reads a data file for an old value.
 func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn wal.LSN, r *wal.Record) error {
 	res.RecordsReplayed++
 	if uint64(r.TxID) > res.MaxTxID {
 		res.MaxTxID = uint64(r.TxID)
+	}
+	if r.Type == wal.Image {
+		// Not part of its transaction's chain. One for a transaction
+		// that already ended, or for a write at or after the frontier,
+		// is never needed.
+		if t := open[r.TxID]; t != nil {
+			if x := t.records[r.Of]; x != nil && x.deferred {
+				x.old, x.hasOld, x.deferred = slices.Clone(r.Value), true, false
+			}
+		}
+		return nil
 	}
 	t := open[r.TxID]
 	if t == nil {
@@ -142,30 +180,65 @@ func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn
 	}
 	switch r.Type {
 	case wal.Commit:
+		if err := redoPending(ap, t, false); err != nil {
+			return err
+		}
 		delete(open, r.TxID)
 		ap.Committed(r.TxID)
 		return nil
 	case wal.End:
+		if err := redoPending(ap, t, true); err != nil {
+			return err
+		}
 		delete(open, r.TxID)
 		ap.Ended(r.TxID)
 		return nil
-	case wal.Begin:
+	}
+	if lsn >= o.Frontier {
+		if r.Type != wal.Begin {
+			t.pending = append(t.pending, pendingRec{lsn, cloneRecord(r)})
+		}
+		return nil
+	}
+	t.lastPre, t.hasPre = lsn, true
+	if r.Type == wal.Begin {
 		t.records[lsn] = &rec{typ: wal.Begin}
 		return nil
 	}
 	x := &rec{typ: r.Type, prev: r.PrevLSN, undoNext: r.UndoNext}
 	if r.Type != wal.CLR {
 		x.key = slices.Clone(r.Key)
-		x.old, x.hasOld = slices.Clone(r.OldValue), r.HasOld
+		x.old, x.hasOld, x.deferred = slices.Clone(r.OldValue), r.HasOld, r.OldDeferred
 	}
 	t.records[lsn] = x
-	if lsn < o.Frontier {
-		return nil
+	return nil
+}
+
+// redoPending installs t's records held at or after the frontier: every
+// one for a committed transaction, only the CLRs for one that ended.
+func redoPending(ap Applier, t *txn, clrsOnly bool) error {
+	for i := range t.pending {
+		p := &t.pending[i]
+		if clrsOnly && p.r.Type != wal.CLR {
+			continue
+		}
+		if err := failpoints.Hit(failpoints.RecoveryRedo); err != nil {
+			return fmt.Errorf("recovery: redo at %d: %w", p.lsn, err)
+		}
+		if err := ap.Redo(p.lsn, &p.r); err != nil {
+			return err
+		}
 	}
-	if err := failpoints.Hit(failpoints.RecoveryRedo); err != nil {
-		return fmt.Errorf("recovery: redo at %d: %w", lsn, err)
-	}
-	return ap.Redo(lsn, r)
+	t.pending = nil
+	return nil
+}
+
+// cloneRecord copies r out of the replay's buffer (redo needs the key and
+// the new value; an old value never).
+func cloneRecord(r *wal.Record) wal.Record {
+	c := *r
+	c.Key, c.Value, c.OldValue = slices.Clone(r.Key), slices.Clone(r.Value), nil
+	return c
 }
 
 // openLog makes the first mutations: it drops what a TruncateDamaged
@@ -219,7 +292,8 @@ func undo(o Options, w *wal.Writer, ap Applier, id wal.TxID, t *txn) (int, error
 	n := 0
 	seq := t.maxSeq
 	prevLSN := t.last
-	cur, ok := t.last, true
+	// Only the writes below the frontier are installed (analyzeRedo).
+	cur, ok := t.lastPre, t.hasPre
 	for ok {
 		x := t.records[cur]
 		if x == nil {
@@ -235,6 +309,11 @@ func undo(o Options, w *wal.Writer, ap Applier, id wal.TxID, t *txn) (int, error
 		case wal.CLR:
 			cur = x.undoNext
 			continue
+		}
+		if x.deferred {
+			// Logged without its old value, and no cut logged it, yet
+			// a checkpoint holds the write: the log lost the image.
+			return n, base.CorruptionErrorf(o.WAL.Dir, int64(cur), "txn %d: the write at %d has no before-image in the log", id, cur)
 		}
 		if o.Hook != nil {
 			o.Hook()

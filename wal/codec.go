@@ -35,6 +35,7 @@ const MaxRecordBytes = math.MaxUint32
 const (
 	flagHasOld    = 1 << 0
 	flagTombstone = 1 << 1
+	flagDeferred  = 1 << 2
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -116,9 +117,12 @@ func EncodedSize(r *Record) int {
 	case Put:
 		n += fieldLen(r.Value)
 	case Update:
-		n += fieldLen(r.Value) + fieldLen(r.OldValue)
+		n += fieldLen(r.Value)
+		if !r.OldDeferred {
+			n += fieldLen(r.OldValue)
+		}
 	case Delete:
-		if r.HasOld {
+		if r.HasOld && !r.OldDeferred {
 			n += fieldLen(r.OldValue)
 		}
 	case CLR:
@@ -126,6 +130,8 @@ func EncodedSize(r *Record) int {
 			n += fieldLen(r.Value)
 		}
 		n += uvarintLen(uint64(r.UndoNext))
+	case Image:
+		n += fieldLen(r.Value) + uvarintLen(uint64(r.Of))
 	}
 	return n
 }
@@ -149,13 +155,7 @@ func AppendEncodeAt(dst []byte, r *Record, lsn LSN) []byte {
 func appendEncode(dst []byte, r *Record, size int, seed uint32) []byte {
 	start := len(dst)
 	dst = slices.Grow(dst, size)
-	var flags byte
-	switch {
-	case r.Type == Update, r.Type == Delete && r.HasOld:
-		flags = flagHasOld
-	case r.Type == CLR && r.Tombstone:
-		flags = flagTombstone
-	}
+	flags := encodeFlags(r)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, byte(r.Type)) // length and CRC patched below
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.TxID))
 	dst = binary.LittleEndian.AppendUint32(dst, r.Seq)
@@ -169,9 +169,11 @@ func appendEncode(dst []byte, r *Record, size int, seed uint32) []byte {
 		dst = appendField(dst, r.Value)
 	case Update:
 		dst = appendField(dst, r.Value)
-		dst = appendField(dst, r.OldValue)
+		if !r.OldDeferred {
+			dst = appendField(dst, r.OldValue)
+		}
 	case Delete:
-		if r.HasOld {
+		if flags == flagHasOld {
 			dst = appendField(dst, r.OldValue)
 		}
 	case CLR:
@@ -179,11 +181,28 @@ func appendEncode(dst []byte, r *Record, size int, seed uint32) []byte {
 			dst = appendField(dst, r.Value)
 		}
 		dst = binary.AppendUvarint(dst, uint64(r.UndoNext))
+	case Image:
+		dst = appendField(dst, r.Value)
+		dst = binary.AppendUvarint(dst, uint64(r.Of))
 	}
 	rec := dst[start:]
 	binary.LittleEndian.PutUint32(rec[offLength:], uint32(len(rec)))
 	binary.LittleEndian.PutUint32(rec[offCRC:], checksum(rec, seed))
 	return dst
+}
+
+// encodeFlags returns r's payload flags byte. A deferred old value wins
+// over HasOld: the record then holds no old value either way.
+func encodeFlags(r *Record) byte {
+	switch {
+	case (r.Type == Update || r.Type == Delete) && r.OldDeferred:
+		return flagDeferred
+	case r.Type == Update, r.Type == Delete && r.HasOld:
+		return flagHasOld
+	case r.Type == CLR && r.Tombstone:
+		return flagTombstone
+	}
+	return 0
 }
 
 func appendField(dst, b []byte) []byte {
@@ -241,18 +260,21 @@ func decodePayload(rec []byte) (Record, error) {
 	}
 	flags := rec[headerSize]
 	p := rec[headerSize+1:]
-	var allowed byte
+	ok := flags == 0
 	switch r.Type {
-	case Update, Delete:
-		allowed = flagHasOld
+	case Update:
+		ok = flags == flagHasOld || flags == flagDeferred
+	case Delete:
+		ok = flags == 0 || flags == flagHasOld || flags == flagDeferred
 	case CLR:
-		allowed = flagTombstone
+		ok = flags == 0 || flags == flagTombstone
 	}
-	if flags&^allowed != 0 || (r.Type == Update && flags != flagHasOld) {
+	if !ok {
 		return Record{}, errFlags
 	}
 	r.HasOld = flags&flagHasOld != 0
 	r.Tombstone = flags&flagTombstone != 0
+	r.OldDeferred = flags&flagDeferred != 0
 
 	var err error
 	if r.Type.hasKey() {
@@ -260,7 +282,7 @@ func decodePayload(rec []byte) (Record, error) {
 			return Record{}, err
 		}
 	}
-	if r.Type == Put || r.Type == Update || (r.Type == CLR && !r.Tombstone) {
+	if r.Type == Put || r.Type == Update || r.Type == Image || (r.Type == CLR && !r.Tombstone) {
 		if r.Value, p, err = readField(p); err != nil {
 			return Record{}, err
 		}
@@ -276,6 +298,13 @@ func decodePayload(rec []byte) (Record, error) {
 			return Record{}, errVarint
 		}
 		r.UndoNext, p = LSN(v), p[k:]
+	}
+	if r.Type == Image {
+		v, k := readUvarint(p)
+		if k <= 0 {
+			return Record{}, errVarint
+		}
+		r.Of, p = LSN(v), p[k:]
 	}
 	if len(p) != 0 {
 		return Record{}, errTrailing

@@ -38,6 +38,14 @@ const (
 	Commit
 	// End closes a transaction whose rollback is complete.
 	End
+	// Image is a before-image: the old value of a write logged without it
+	// (Update or Delete with OldDeferred), for undo. Key, the old value in
+	// Value, and Of, the LSN of the write it belongs to. The engine logs
+	// one at a cut for every write of a transaction still open there, so
+	// a write that a checkpoint can hold before its transaction ends
+	// always has its old value in the log (docs/crash-safety.md). It is
+	// not part of its transaction's chain: PrevLSN and Seq are zero.
+	Image
 )
 
 var typeNames = [...]string{
@@ -48,10 +56,11 @@ var typeNames = [...]string{
 	CLR:    "clr",
 	Commit: "commit",
 	End:    "end",
+	Image:  "image",
 }
 
 // Valid reports whether t is one of the defined record types.
-func (t Type) Valid() bool { return t >= Begin && t <= End }
+func (t Type) Valid() bool { return t >= Begin && t <= Image }
 
 // String returns the type's lowercase name.
 func (t Type) String() string {
@@ -62,15 +71,17 @@ func (t Type) String() string {
 }
 
 // hasKey reports whether records of type t carry a key.
-func (t Type) hasKey() bool { return t >= Put && t <= CLR }
+func (t Type) hasKey() bool { return t >= Put && t <= CLR || t == Image }
 
 // Record is one log record. Which fields are encoded depends on Type:
 //
 //	Begin, Commit, End  TxID, Seq, PrevLSN only
 //	Put                 Key, Value
-//	Update              Key, OldValue, Value (HasOld is always true)
-//	Delete              Key, OldValue if HasOld
+//	Update              Key, OldValue unless OldDeferred, Value (HasOld is
+//	                    true unless OldDeferred)
+//	Delete              Key, OldValue if HasOld (never with OldDeferred)
 //	CLR                 Key, Value unless Tombstone, UndoNext
+//	Image               Key, Value (the old value), Of
 //
 // Fields that do not belong to the type are ignored by the encoder and zero
 // after decoding. A Record returned by Decode or passed to a Replay callback
@@ -86,10 +97,16 @@ type Record struct {
 	OldValue []byte // full old value (Update, Delete with HasOld)
 
 	// HasOld is false for an absent old value (a delete of a missing key);
-	// it is implied for Update and never set for Put.
+	// it is implied for Update unless OldDeferred and never set for Put.
 	HasOld bool
+	// OldDeferred marks an Update or Delete of a key that had a value,
+	// logged without that value: an Image record carries it if undo can
+	// need it.
+	OldDeferred bool
 	// Tombstone marks a CLR that restores absence instead of a value.
 	Tombstone bool
 	// UndoNext is, in a CLR, the LSN of the next record to undo.
 	UndoNext LSN
+	// Of is, in an Image, the LSN of the write whose old value it holds.
+	Of LSN
 }

@@ -157,7 +157,7 @@ func walCmd() *cobra.Command {
 			ro := wal.ReplayOptions{From: segs[0], Frontier: segs[0], BindLSN: logBound(a[0])}
 			res, err := wal.ReplayWith(fsys, dir, ro, func(lsn wal.LSN, r *wal.Record) error {
 				n++
-				val, old := "-", "-"
+				val, old, prev := "-", "-", r.PrevLSN
 				switch r.Type {
 				case wal.Put, wal.Update:
 					val = strconv.Itoa(len(r.Value))
@@ -167,14 +167,20 @@ func walCmd() *cobra.Command {
 						val = "tomb"
 					}
 				}
-				if r.HasOld || r.Type == wal.Update {
+				switch {
+				case r.OldDeferred:
+					old = "image" // in a before-image, if a cut logged one
+				case r.HasOld || r.Type == wal.Update:
 					old = strconv.Itoa(len(r.OldValue))
+				case r.Type == wal.Image:
+					old = strconv.Itoa(len(r.Value))
+					prev = r.Of // the write it belongs to
 				}
 				key := ""
 				if r.Key != nil {
 					key = quote(r.Key)
 				}
-				fmt.Fprintf(w, "%-12d %-8d %-7s %-5d %-12d %-8s %-8s %s\n", lsn, r.TxID, r.Type, r.Seq, r.PrevLSN, val, old, key)
+				fmt.Fprintf(w, "%-12d %-8d %-7s %-5d %-12d %-8s %-8s %s\n", lsn, r.TxID, r.Type, r.Seq, prev, val, old, key)
 				return nil
 			})
 			fmt.Fprintf(w, "%d records in %d segment(s), log ends at LSN %d", n, len(segs), res.End)

@@ -1,0 +1,178 @@
+package bwkv_test
+
+import (
+	"bytes"
+	"errors"
+	"path"
+	"testing"
+
+	"github.com/bwkv/bwkv"
+	"github.com/bwkv/bwkv/vfs"
+	"github.com/bwkv/bwkv/wal"
+)
+
+// logRecords returns the records of the log of the database at dir on fs,
+// from its start.
+func logRecords(t *testing.T, fs vfs.FS, dir string) map[wal.LSN]wal.Record {
+	t.Helper()
+	recs := map[wal.LSN]wal.Record{}
+	_, err := wal.ReplayWith(fs, path.Join(dir, "wal"), wal.ReplayOptions{BindLSN: true}, func(lsn wal.LSN, r *wal.Record) error {
+		c := *r
+		c.Key, c.Value, c.OldValue = bytes.Clone(r.Key), bytes.Clone(r.Value), bytes.Clone(r.OldValue)
+		recs[lsn] = c
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// TestUndoFromBeforeImages: an update and a delete log no old value; the
+// cut that seals them while their txn is open logs it in a before-image
+// (wal.Image) below the frontier, and after a crash recovery undoes the
+// versions the checkpoint stole from those images. A txn that commits
+// before the next cut logs no image at all, and a loser whose writes all
+// follow the frontier needs no undo: its records are never installed.
+func TestUndoFromBeforeImages(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &bwkv.Options{FS: fs}
+	db, err := bwkv.Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"a", "b", "d"} {
+		if err := db.Put([]byte(k), []byte("old-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Put([]byte("d"), []byte("committed-d")); err != nil { // no cut: no image
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	loser, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loser.Rollback()
+	if err := loser.Put([]byte("a"), []byte("loser-a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := loser.Delete([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := loser.Put([]byte("c"), []byte("loser-c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil { // steals the loser's versions
+		t.Fatal(err)
+	}
+	// A write after the frontier: never installed by recovery.
+	if err := loser.Put([]byte("d"), []byte("loser-d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	clone := fs.CrashClone(vfs.CrashOptions{})
+
+	// The log: no write carries an old value; one image per stolen
+	// update or delete, naming its write and holding the old value.
+	recs := logRecords(t, clone, "db")
+	images := map[string]string{}
+	for _, r := range recs {
+		switch r.Type {
+		case wal.Update, wal.Delete:
+			if r.OldValue != nil || r.HasOld {
+				t.Errorf("%s of %q logged its old value %q", r.Type, r.Key, r.OldValue)
+			}
+			if !r.OldDeferred {
+				t.Errorf("%s of %q: old value not marked deferred", r.Type, r.Key)
+			}
+		case wal.Image:
+			w, ok := recs[r.Of]
+			if !ok || !bytes.Equal(w.Key, r.Key) || w.TxID != r.TxID {
+				t.Errorf("image of %q names record %d, not its write (%+v)", r.Key, r.Of, w)
+			}
+			images[string(r.Key)] = string(r.Value)
+		}
+	}
+	if want := map[string]string{"a": "old-a", "b": "old-b"}; len(images) != len(want) || images["a"] != want["a"] || images["b"] != want["b"] {
+		t.Errorf("before-images %v, want %v", images, want)
+	}
+
+	oc := *o
+	oc.FS = clone
+	rdb, err := bwkv.Open("db", &oc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	st := rdb.Stats().Recovery
+	if st.LosersUndone != 1 || st.CLRsWritten != 3 {
+		t.Errorf("recovery %+v, want 1 loser undone with 3 CLRs", st)
+	}
+	for k, want := range map[string]string{"a": "old-a", "b": "old-b", "c": "", "d": "committed-d"} {
+		got, err := rdb.Get([]byte(k))
+		if want == "" {
+			if !errors.Is(err, bwkv.ErrNotFound) {
+				t.Errorf("%s = %q, %v after recovery; want not found", k, got, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v after recovery; want %q", k, got, err, want)
+		}
+	}
+}
+
+// TestCommitAcrossCut: a txn whose writes span a cut commits; the images
+// the cut logged for it are never used, and recovery installs its writes.
+func TestCommitAcrossCut(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &bwkv.Options{FS: fs}
+	db, err := bwkv.Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"a", "b"} {
+		if err := db.Put([]byte(k), []byte("old-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Put([]byte("a"), []byte("new-a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Delete([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	oc := *o
+	oc.FS = fs.CrashClone(vfs.CrashOptions{})
+	rdb, err := bwkv.Open("db", &oc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if st := rdb.Stats().Recovery; st.LosersUndone != 0 || st.CLRsWritten != 0 {
+		t.Errorf("recovery %+v, want nothing undone", st)
+	}
+	wantValue(t, rdb.Get, "a", "new-a")
+	wantValue(t, rdb.Get, "b", "")
+}
