@@ -41,8 +41,10 @@
 //
 // # Durability
 //
-// Every write is logged with the full old value; Commit returns after its
-// record is durable (DurabilitySync, group commit) or appended
+// Every write is logged; the full old value of an update or delete is
+// logged too when undo can need it (at the next checkpoint cut, while the
+// transaction is open), so undo never reads data files. Commit returns
+// after its record is durable (DurabilitySync, group commit) or appended
 // (DurabilityRelaxed). Dirty pages are checkpointed to data files by a
 // background checkpointer when CheckpointBytes of frames accumulate; Open
 // loads pages lazily and replays the log from the last checkpoint. After

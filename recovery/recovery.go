@@ -91,16 +91,14 @@ type txn struct {
 	// exists): undo starts there.
 	lastPre wal.LSN
 	hasPre  bool
-	// pending are the txn's records at or after the frontier, in log
-	// order, held until its commit or end record decides what redo
-	// installs (analyzeRedo).
-	pending []pendingRec
 }
 
-// pendingRec is a copy of a record at or after the frontier.
-type pendingRec struct {
-	lsn wal.LSN
-	r   wal.Record
+// analysis is what the first pass learns: the transactions still open
+// (the losers, once the log is read) and those that rolled back with
+// their end record at or after the frontier.
+type analysis struct {
+	open  map[wal.TxID]*txn
+	ended map[wal.TxID]bool
 }
 
 // Run recovers the log in o.WAL.Dir and returns the writer that continues
@@ -108,15 +106,23 @@ type pendingRec struct {
 func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	start := time.Now()
 	var res Result
-	open := map[wal.TxID]*txn{}
+	an := analysis{open: map[wal.TxID]*txn{}, ended: map[wal.TxID]bool{}}
 	ropts := wal.ReplayOptions{From: o.From, Frontier: o.Frontier, Synced: o.Synced, TruncateDamaged: o.TruncateDamaged, BindLSN: o.WAL.BindLSN}
 	rr, err := wal.ReplayWith(o.WAL.FS, o.WAL.Dir, ropts, func(lsn wal.LSN, r *wal.Record) error {
-		return analyzeRedo(o, ap, &res, open, lsn, r)
+		return analyze(o, ap, &res, &an, lsn, r)
 	})
 	res.TornBytes = rr.TornBytes
 	res.End = rr.End
 	res.Damage, res.DroppedBytes = rr.Damage, rr.DroppedBytes
 	if err != nil {
+		return nil, res, err
+	}
+	// The second pass reads the same bytes, up to the same end (Replay
+	// changes nothing, and a damaged log stops at the same damage).
+	ropts.From = o.Frontier
+	if _, err := wal.ReplayWith(o.WAL.FS, o.WAL.Dir, ropts, func(lsn wal.LSN, r *wal.Record) error {
+		return redo(o, ap, &an, lsn, r)
+	}); err != nil {
 		return nil, res, err
 	}
 	var w *wal.Writer
@@ -125,7 +131,7 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 			return nil, res, err
 		}
 	}
-	if err := undoLosers(o, w, ap, open, &res); err != nil {
+	if err := undoLosers(o, w, ap, an.open, &res); err != nil {
 		if w != nil {
 			w.Close()
 		}
@@ -141,19 +147,12 @@ func Run(o Options, ap Applier) (*wal.Writer, Result, error) {
 	return w, res, nil
 }
 
-// analyzeRedo is the replay's step for one record: analysis (the open
-// transactions and what undo needs of their records below the frontier)
-// and redo. Redo installs a transaction's records at or after the
-// frontier once its outcome is read: all of them at its commit record,
-// only its CLRs at its end record (every write of a rolled-back
-// transaction has its CLR, which restores the old value, so its writes
-// need not be installed; a recovery's undo, below, writes CLRs only for
-// the writes below the frontier, the ones a checkpoint holds), none if
-// the log ends first (a loser). So undo never needs the old value of a
-// write at or after the frontier, and a write below it had its old value
-// logged in the record or, at the cut that sealed it, in a before-image
-// (wal.Image). Undo thus never reads a data file for an old value.
-func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn wal.LSN, r *wal.Record) error {
+// analyze is the first pass's step for one record: the transactions'
+// outcomes, and what undo needs of the open ones' records below the
+// frontier. Commit and end records below the frontier are reported to
+// the applier here, before any redo; those at or after it in the second
+// pass, in log order with the redo.
+func analyze(o Options, ap Applier, res *Result, an *analysis, lsn wal.LSN, r *wal.Record) error {
 	res.RecordsReplayed++
 	if uint64(r.TxID) > res.MaxTxID {
 		res.MaxTxID = uint64(r.TxID)
@@ -162,17 +161,17 @@ func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn
 		// Not part of its transaction's chain. One for a transaction
 		// that already ended, or for a write at or after the frontier,
 		// is never needed.
-		if t := open[r.TxID]; t != nil {
+		if t := an.open[r.TxID]; t != nil {
 			if x := t.records[r.Of]; x != nil && x.deferred {
 				x.old, x.hasOld, x.deferred = slices.Clone(r.Value), true, false
 			}
 		}
 		return nil
 	}
-	t := open[r.TxID]
+	t := an.open[r.TxID]
 	if t == nil {
 		t = &txn{records: map[wal.LSN]*rec{}}
-		open[r.TxID] = t
+		an.open[r.TxID] = t
 	}
 	t.last = lsn
 	if r.Seq > t.maxSeq {
@@ -180,24 +179,21 @@ func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn
 	}
 	switch r.Type {
 	case wal.Commit:
-		if err := redoPending(ap, t, false); err != nil {
-			return err
+		delete(an.open, r.TxID)
+		if lsn < o.Frontier {
+			ap.Committed(r.TxID)
 		}
-		delete(open, r.TxID)
-		ap.Committed(r.TxID)
 		return nil
 	case wal.End:
-		if err := redoPending(ap, t, true); err != nil {
-			return err
+		delete(an.open, r.TxID)
+		if lsn < o.Frontier {
+			ap.Ended(r.TxID)
+		} else {
+			an.ended[r.TxID] = true
 		}
-		delete(open, r.TxID)
-		ap.Ended(r.TxID)
 		return nil
 	}
 	if lsn >= o.Frontier {
-		if r.Type != wal.Begin {
-			t.pending = append(t.pending, pendingRec{lsn, cloneRecord(r)})
-		}
 		return nil
 	}
 	t.lastPre, t.hasPre = lsn, true
@@ -214,31 +210,37 @@ func analyzeRedo(o Options, ap Applier, res *Result, open map[wal.TxID]*txn, lsn
 	return nil
 }
 
-// redoPending installs t's records held at or after the frontier: every
-// one for a committed transaction, only the CLRs for one that ended.
-func redoPending(ap Applier, t *txn, clrsOnly bool) error {
-	for i := range t.pending {
-		p := &t.pending[i]
-		if clrsOnly && p.r.Type != wal.CLR {
-			continue
-		}
-		if err := failpoints.Hit(failpoints.RecoveryRedo); err != nil {
-			return fmt.Errorf("recovery: redo at %d: %w", p.lsn, err)
-		}
-		if err := ap.Redo(p.lsn, &p.r); err != nil {
-			return err
-		}
+// redo is the second pass's step for one record at or after the
+// frontier. It installs the records of the transactions that committed,
+// only the CLRs of those that rolled back (every write of a rolled-back
+// transaction has its CLR, which restores the old value; a recovery's
+// undo, below, compensates only the writes below the frontier, the ones
+// a checkpoint holds), and nothing of the losers. So undo never needs the
+// old value of a write at or after the frontier, and a write below it had
+// its old value logged in its record or, at the cut that sealed it, in a
+// before-image (wal.Image): undo never reads a data file for an old
+// value.
+func redo(o Options, ap Applier, an *analysis, lsn wal.LSN, r *wal.Record) error {
+	if lsn < o.Frontier {
+		return nil
 	}
-	t.pending = nil
-	return nil
-}
-
-// cloneRecord copies r out of the replay's buffer (redo needs the key and
-// the new value; an old value never).
-func cloneRecord(r *wal.Record) wal.Record {
-	c := *r
-	c.Key, c.Value, c.OldValue = slices.Clone(r.Key), slices.Clone(r.Value), nil
-	return c
+	switch r.Type {
+	case wal.Commit:
+		ap.Committed(r.TxID)
+		return nil
+	case wal.End:
+		ap.Ended(r.TxID)
+		return nil
+	case wal.Begin, wal.Image:
+		return nil
+	}
+	if an.open[r.TxID] != nil || an.ended[r.TxID] && r.Type != wal.CLR {
+		return nil
+	}
+	if err := failpoints.Hit(failpoints.RecoveryRedo); err != nil {
+		return fmt.Errorf("recovery: redo at %d: %w", lsn, err)
+	}
+	return ap.Redo(lsn, r)
 }
 
 // openLog makes the first mutations: it drops what a TruncateDamaged

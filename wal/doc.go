@@ -12,22 +12,30 @@
 //
 //	length   uint32  the whole record, header included
 //	crc      uint32  CRC-32C (Castagnoli) of every other byte of the record
-//	type     uint8   Begin, Put, Update, Delete, CLR, Commit, End
+//	type     uint8   Begin, Put, Update, Delete, CLR, Commit, End, Image
 //	txid     uint64
 //	seq      uint32
 //	prevLSN  uint64  the transaction's previous record
-//	flags    uint8   bit 0: old value present, bit 1: CLR restores a tombstone
+//	flags    uint8   bit 0: old value present, bit 1: CLR restores a
+//	                 tombstone, bit 2: old value deferred to an Image
 //	payload          what the type carries, each byte string uvarint-length-prefixed:
-//	                 Put: key, value; Update: key, value, old value;
-//	                 Delete: key, old value if flagged; CLR: key, value unless
-//	                 a tombstone, then undo-next as a uvarint
+//	                 Put: key, value; Update: key, value, old value unless
+//	                 deferred; Delete: key, old value if bit 0; CLR: key,
+//	                 value unless a tombstone, then undo-next as a uvarint;
+//	                 Image: key, old value, then the LSN of its write as a
+//	                 uvarint
 //
 // little endian. The CRC covers the length field too (it is computed over
 // bytes [0,4) and [8,length)), so a damaged length cannot frame a
-// plausible record. Update and Delete carry the full old value, so undo
-// never reads data files; Delete of a missing key and every Put have no old
-// value. Decoding is strict and canonical: unknown types or flags, overlong
-// varints, fields past the end and trailing bytes are rejected, and
+// plausible record. The old value an undo needs is always in the log, so
+// undo never reads data files: in the Update or Delete record itself, or,
+// when the record defers it (bit 2, databases of format 4 and later), in
+// a before-image (Image) the engine logs at the next cut while the
+// transaction is open, before any checkpoint can hold the write. An Image
+// is outside its transaction's chain (seq and prevLSN zero). Delete of a
+// missing key and every Put have no old value. Decoding is strict and
+// canonical: unknown types or flags, overlong varints, fields past the end
+// and trailing bytes are rejected, and
 // re-encoding a decoded record reproduces its bytes (FuzzDecode checks
 // this).
 //
