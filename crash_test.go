@@ -199,6 +199,12 @@ func crashWrites(db *bwkv.DB, out *crashOut, rng *rand.Rand, next *atomic.Int64,
 			out.line("R %d", id)
 		case r < 10+holdPct && (maxHeld < 0 || held < maxHeld):
 			held++
+			if os.Getenv("BWKV_CRASH_STEAL") != "" {
+				// A checkpoint steals the open txn's versions, so the
+				// next recovery has writes below the frontier to undo
+				// (those after it are never installed).
+				_ = db.Checkpoint()
+			}
 			out.line("H %d %s", id, strings.Join(writes, " "))
 			// Left open: the crash finds it in flight.
 		default:
