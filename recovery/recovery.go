@@ -294,7 +294,7 @@ func undo(o Options, w *wal.Writer, ap Applier, id wal.TxID, t *txn) (int, error
 	n := 0
 	seq := t.maxSeq
 	prevLSN := t.last
-	// Only the writes below the frontier are installed (analyzeRedo).
+	// Only its writes below the frontier are installed (redo).
 	cur, ok := t.lastPre, t.hasPre
 	for ok {
 		x := t.records[cur]
