@@ -14,12 +14,13 @@ import (
 func sameRecord(a, b *wal.Record) bool {
 	return a.Type == b.Type && a.TxID == b.TxID && a.Seq == b.Seq && a.PrevLSN == b.PrevLSN &&
 		bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Value, b.Value) && bytes.Equal(a.OldValue, b.OldValue) &&
-		a.HasOld == b.HasOld && a.Tombstone == b.Tombstone && a.UndoNext == b.UndoNext
+		a.HasOld == b.HasOld && a.Tombstone == b.Tombstone && a.UndoNext == b.UndoNext &&
+		a.OldDeferred == b.OldDeferred && a.Of == b.Of
 }
 
 func fmtRecord(r *wal.Record) string {
-	return fmt.Sprintf("%v tx=%d seq=%d prev=%d key=%q(%d) val=(%d) old=(%d) hasOld=%v tomb=%v undo=%d",
-		r.Type, r.TxID, r.Seq, r.PrevLSN, trim(r.Key), len(r.Key), len(r.Value), len(r.OldValue), r.HasOld, r.Tombstone, r.UndoNext)
+	return fmt.Sprintf("%v tx=%d seq=%d prev=%d key=%q(%d) val=(%d) old=(%d) hasOld=%v deferred=%v tomb=%v undo=%d of=%d",
+		r.Type, r.TxID, r.Seq, r.PrevLSN, trim(r.Key), len(r.Key), len(r.Value), len(r.OldValue), r.HasOld, r.OldDeferred, r.Tombstone, r.UndoNext, r.Of)
 }
 
 func trim(b []byte) []byte {
@@ -62,6 +63,19 @@ var codecCases = []struct {
 	{name: "clr value", in: wal.Record{Type: wal.CLR, TxID: 5, Seq: 4, PrevLSN: 500, Key: []byte("key"), Value: []byte("old"), UndoNext: 300}},
 	{name: "clr empty value", in: wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), UndoNext: 0}},
 	{name: "clr tombstone", in: wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), Tombstone: true, UndoNext: math.MaxUint64}},
+	{name: "update deferred", in: wal.Record{Type: wal.Update, TxID: 3, Seq: 2, PrevLSN: 99, Key: []byte("key"), Value: []byte("new"), OldDeferred: true}},
+	{name: "update deferred drops old",
+		in:   wal.Record{Type: wal.Update, TxID: 3, Key: []byte("key"), Value: []byte("new"), OldValue: []byte("old"), HasOld: true, OldDeferred: true},
+		want: &wal.Record{Type: wal.Update, TxID: 3, Key: []byte("key"), Value: []byte("new"), OldDeferred: true}},
+	{name: "delete deferred", in: wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key"), OldDeferred: true}},
+	{name: "delete deferred drops old",
+		in:   wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key"), OldValue: []byte("old"), HasOld: true, OldDeferred: true},
+		want: &wal.Record{Type: wal.Delete, TxID: 4, Key: []byte("key"), OldDeferred: true}},
+	{name: "image", in: wal.Record{Type: wal.Image, TxID: 6, Key: []byte("key"), Value: []byte("old"), Of: 12345}},
+	{name: "image empty old", in: wal.Record{Type: wal.Image, TxID: 6, Key: []byte("key"), Of: math.MaxUint64}},
+	{name: "image drops chain and flags",
+		in:   wal.Record{Type: wal.Image, TxID: 6, Key: []byte("k"), Value: []byte("o"), OldValue: []byte("x"), HasOld: true, OldDeferred: true, Tombstone: true, UndoNext: 3, Of: 7},
+		want: &wal.Record{Type: wal.Image, TxID: 6, Key: []byte("k"), Value: []byte("o"), Of: 7}},
 	{name: "clr tombstone drops value",
 		in:   wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), Value: []byte("v"), Tombstone: true, UndoNext: 1},
 		want: &wal.Record{Type: wal.CLR, TxID: 5, Key: []byte("key"), Tombstone: true, UndoNext: 1}},
@@ -173,6 +187,59 @@ func TestCodecBoundToLSN(t *testing.T) {
 		}
 		if _, _, err := wal.DecodeAt(wal.AppendEncode(nil, &r), lsn); err == nil {
 			t.Fatalf("unbound record %d decodes bound at %d", i, lsn)
+		}
+	}
+}
+
+// TestDecodeRejectsFlagMix: a well-framed record whose flags do not fit
+// its type is refused, the deferred-old-value bit (2) included: an update
+// has exactly one of bits 0 and 2, a delete at most one, and no other type
+// carries bit 2 (an image carries no flag at all).
+func TestDecodeRejectsFlagMix(t *testing.T) {
+	body := func(typ wal.Type, flags byte, fields ...[]byte) []byte {
+		b := make([]byte, 21, 64)
+		b[0] = byte(typ)
+		b = append(b, flags)
+		for _, f := range fields {
+			b = append(b, byte(len(f)))
+			b = append(b, f...)
+		}
+		return b
+	}
+	k, v := []byte("k"), []byte("v")
+	ok := []struct {
+		name string
+		b    []byte
+	}{
+		{"update deferred", body(wal.Update, 4, k, v)},
+		{"delete deferred", body(wal.Delete, 4, k)},
+		{"image", append(body(wal.Image, 0, k, v), 9)},
+	}
+	for _, c := range ok {
+		r, _, err := wal.Decode(frame(c.b))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.name != "image" && !r.OldDeferred {
+			t.Fatalf("%s: decoded without OldDeferred: %s", c.name, fmtRecord(&r))
+		}
+	}
+	bad := []struct {
+		name string
+		b    []byte
+	}{
+		{"update with both", body(wal.Update, 5, k, v, v)},
+		{"update with neither", body(wal.Update, 0, k, v)},
+		{"delete with both", body(wal.Delete, 5, k, v)},
+		{"put deferred", body(wal.Put, 4, k, v)},
+		{"clr deferred", append(body(wal.CLR, 4, k, v), 1)},
+		{"image with a flag", append(body(wal.Image, 1, k, v), 9)},
+		{"image without its write", body(wal.Image, 0, k, v)},
+		{"commit deferred", body(wal.Commit, 4)},
+	}
+	for _, c := range bad {
+		if r, _, err := wal.Decode(frame(c.b)); err == nil {
+			t.Fatalf("%s decoded: %s", c.name, fmtRecord(&r))
 		}
 	}
 }
