@@ -2,7 +2,6 @@ package bwkv_test
 
 import (
 	"bytes"
-	"errors"
 	"path"
 	"testing"
 
@@ -28,6 +27,38 @@ func logRecords(t *testing.T, fs vfs.FS, dir string) map[wal.LSN]wal.Record {
 	return recs
 }
 
+// openMemOld opens a database on a fresh in-memory file system with
+// old-<k> committed for each of keys.
+func openMemOld(t *testing.T, keys ...string) (*vfs.MemFS, *bwkv.Options, *bwkv.DB) {
+	t.Helper()
+	fs := vfs.NewMem()
+	o := &bwkv.Options{FS: fs}
+	db, err := bwkv.Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, k := range keys {
+		if err := db.Put([]byte(k), []byte("old-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fs, o, db
+}
+
+// reopenOn opens the database of o again on fs (a crash clone).
+func reopenOn(t *testing.T, o *bwkv.Options, fs vfs.FS) *bwkv.DB {
+	t.Helper()
+	oc := *o
+	oc.FS = fs
+	db, err := bwkv.Open("db", &oc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestUndoFromBeforeImages: an update and a delete log no old value; the
 // cut that seals them while their txn is open logs it in a before-image
 // (wal.Image) below the frontier, and after a crash recovery undoes the
@@ -35,18 +66,7 @@ func logRecords(t *testing.T, fs vfs.FS, dir string) map[wal.LSN]wal.Record {
 // before the next cut logs no image at all, and a loser whose writes all
 // follow the frontier needs no undo: its records are never installed.
 func TestUndoFromBeforeImages(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &bwkv.Options{FS: fs}
-	db, err := bwkv.Open("db", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, k := range []string{"a", "b", "d"} {
-		if err := db.Put([]byte(k), []byte("old-"+k)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fs, o, db := openMemOld(t, "a", "b", "d")
 	if err := db.Put([]byte("d"), []byte("committed-d")); err != nil { // no cut: no image
 		t.Fatal(err)
 	}
@@ -104,46 +124,20 @@ func TestUndoFromBeforeImages(t *testing.T) {
 		t.Errorf("before-images %v, want %v", images, want)
 	}
 
-	oc := *o
-	oc.FS = clone
-	rdb, err := bwkv.Open("db", &oc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := reopenOn(t, o, clone)
 	st := rdb.Stats().Recovery
 	if st.LosersUndone != 1 || st.CLRsWritten != 3 {
 		t.Errorf("recovery %+v, want 1 loser undone with 3 CLRs", st)
 	}
 	for k, want := range map[string]string{"a": "old-a", "b": "old-b", "c": "", "d": "committed-d"} {
-		got, err := rdb.Get([]byte(k))
-		if want == "" {
-			if !errors.Is(err, bwkv.ErrNotFound) {
-				t.Errorf("%s = %q, %v after recovery; want not found", k, got, err)
-			}
-			continue
-		}
-		if err != nil || string(got) != want {
-			t.Errorf("%s = %q, %v after recovery; want %q", k, got, err, want)
-		}
+		wantValue(t, rdb.Get, k, want)
 	}
 }
 
 // TestCommitAcrossCut: a txn whose writes span a cut commits; the images
 // the cut logged for it are never used, and recovery installs its writes.
 func TestCommitAcrossCut(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &bwkv.Options{FS: fs}
-	db, err := bwkv.Open("db", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, k := range []string{"a", "b"} {
-		if err := db.Put([]byte(k), []byte("old-"+k)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fs, o, db := openMemOld(t, "a", "b")
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
@@ -163,13 +157,7 @@ func TestCommitAcrossCut(t *testing.T) {
 	if err := db.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	oc := *o
-	oc.FS = fs.CrashClone(vfs.CrashOptions{})
-	rdb, err := bwkv.Open("db", &oc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := reopenOn(t, o, fs.CrashClone(vfs.CrashOptions{}))
 	if st := rdb.Stats().Recovery; st.LosersUndone != 0 || st.CLRsWritten != 0 {
 		t.Errorf("recovery %+v, want nothing undone", st)
 	}
