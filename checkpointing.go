@@ -82,10 +82,25 @@ func (db *DB) degradedErr() error {
 // (logImages); if that fails the DB degrades, so the sealed generation
 // is never published (Checkpointer.Attempt).
 func (db *DB) cut() *generation.Gen {
+	// The images the open transactions owe so far, logged before the
+	// gate closes, while writers go on: a long transaction's writes since
+	// the last cut (up to MaxTxnLag of log) are imaged here, not with
+	// every writer waiting. Inside the gate only the writes made
+	// meanwhile are left.
+	n, err := db.logImages()
+	if err != nil {
+		_ = db.degrade(err)
+	}
+	db.hooks.runCutImages(false, n)
 	g := db.gens.Cut(func() uint64 {
-		if err := db.logImages(); err != nil {
+		n, err := 0, error(nil)
+		if !failpoints.Skip(failpoints.MutCutNoGateImages) {
+			n, err = db.logImages()
+		}
+		if err != nil {
 			_ = db.degrade(err)
 		}
+		db.hooks.runCutImages(true, n)
 		return uint64(db.wal.Head())
 	})
 	if g != nil {
@@ -94,23 +109,28 @@ func (db *DB) cut() *generation.Gen {
 	return g
 }
 
-// logImages logs the before-images every open transaction owes the cut
-// (Txn.logImages). Called inside the gate's write side, so no write is
-// between its log record and its place in tx.writes. O(open
-// transactions + their writes since the last cut).
-func (db *DB) logImages() error {
+// logImages logs the before-images every open transaction owes (Txn.logImages)
+// and returns how many. The cut calls it twice: before the gate, for
+// most of them, and inside the gate's write side, where no write is
+// between its log record and its place in tx.writes, so that every write
+// the cut seals is imaged below the frontier. O(open transactions +
+// their writes not imaged yet).
+func (db *DB) logImages() (int, error) {
 	if failpoints.Skip(failpoints.MutCutNoImages) {
-		return nil
+		return 0, nil
 	}
 	if err := failpoints.Hit(failpoints.CheckpointImages); err != nil {
-		return fmt.Errorf("bwkv: cut: %w", err)
+		return 0, fmt.Errorf("bwkv: cut: %w", err)
 	}
+	n := 0
 	for _, tx := range db.txns.all() {
-		if err := tx.logImages(); err != nil {
-			return fmt.Errorf("bwkv: cut: before-image: %w", err)
+		k, err := tx.logImages()
+		n += k
+		if err != nil {
+			return n, fmt.Errorf("bwkv: cut: before-image: %w", err)
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // publish is the checkpoint of one sealed generation: the step that

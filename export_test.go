@@ -157,6 +157,18 @@ func (db *DB) SetTestCutHook(f func()) {
 	db.hooks.cut.Store(&f)
 }
 
+// SetTestCutImagesHook installs a function each cut calls with the
+// number of before-images it logged before its gate (inGate false), then
+// with the number it logged inside it (nil: none). The first call runs
+// on the cutting goroutine with no lock held: it may write.
+func (db *DB) SetTestCutImagesHook(f func(inGate bool, n int)) {
+	if f == nil {
+		db.hooks.cutImages.Store(nil)
+		return
+	}
+	db.hooks.cutImages.Store(&f)
+}
+
 // SetTestRollbackHook installs a function db's rollbacks call after each
 // compensation (nil: none).
 func (db *DB) SetTestRollbackHook(f func(n int)) {

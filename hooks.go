@@ -47,6 +47,9 @@ type testHooks struct {
 
 	// cut, when set, runs between a cut and its publish.
 	cut atomic.Pointer[func()]
+	// cutImages, when set, runs with the number of before-images a cut
+	// logged before its gate (inGate false) and then inside it (true).
+	cutImages atomic.Pointer[func(inGate bool, n int)]
 	// rollback, when set, runs after each compensation of a rollback with
 	// the number installed so far.
 	rollback atomic.Pointer[func(n int)]
@@ -122,6 +125,13 @@ func (h *testHooks) verifyGC() bool { return h.gcVerify || invariants.Enabled }
 func (h *testHooks) runCut() {
 	if f := h.cut.Load(); f != nil {
 		(*f)()
+	}
+}
+
+// runCutImages runs the cut-images hook, if any.
+func (h *testHooks) runCutImages(inGate bool, n int) {
+	if f := h.cutImages.Load(); f != nil {
+		(*f)(inGate, n)
 	}
 }
 

@@ -2,6 +2,7 @@ package bwkv_test
 
 import (
 	"bytes"
+	"fmt"
 	"path"
 	"testing"
 
@@ -163,4 +164,56 @@ func TestCommitAcrossCut(t *testing.T) {
 	}
 	wantValue(t, rdb.Get, "a", "new-a")
 	wantValue(t, rdb.Get, "b", "")
+}
+
+// TestCutImagesBeforeGate: a cut logs the before-images an open txn owes
+// before its gate closes, while writers go on, and inside the gate only
+// those of the writes made in between; both kinds undo after a crash.
+func TestCutImagesBeforeGate(t *testing.T) {
+	keys := []string{"late"}
+	for i := range 300 {
+		keys = append(keys, fmt.Sprintf("k%03d", i))
+	}
+	fs, o, db := openMemOld(t, keys...)
+	loser, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loser.Rollback()
+	for _, k := range keys[1:] {
+		if err := loser.Put([]byte(k), []byte("loser-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, inGate []int
+	db.SetTestCutImagesHook(func(gate bool, n int) {
+		if gate {
+			inGate = append(inGate, n)
+			return
+		}
+		before = append(before, n)
+		if len(before) == 1 {
+			// Between the two passes: only the gate's pass can image it.
+			if err := loser.Put([]byte("late"), []byte("loser-late")); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	db.SetTestCutImagesHook(nil)
+	if len(before) != 1 || before[0] != 300 || len(inGate) != 1 || inGate[0] != 1 {
+		t.Errorf("images before the gate %v, inside it %v; want [300] and [1]", before, inGate)
+	}
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := reopenOn(t, o, fs.CrashClone(vfs.CrashOptions{}))
+	if st := rdb.Stats().Recovery; st.LosersUndone != 1 || st.CLRsWritten != 301 {
+		t.Errorf("recovery %+v, want 1 loser undone with 301 CLRs", st)
+	}
+	for _, k := range keys {
+		wantValue(t, rdb.Get, k, "old-"+k)
+	}
 }

@@ -356,15 +356,19 @@ func (tx *Txn) writeOnce(key, value []byte, del bool) (*mvcc.Txn, error) {
 }
 
 // logImages logs a before-image (wal.Image) of each write of the txn with
-// a deferred old value that no cut covered yet. The cut calls it for
-// every open txn inside the gate's write side, before it reads the
-// frontier: every version a checkpoint can hold of a txn that has not
-// ended then has its old value in the log below the frontier, which the
-// checkpoint makes durable before it publishes (INV-C1). A txn that
-// committed or rolled back meanwhile gets images it will never need.
-func (tx *Txn) logImages() error {
+// a deferred old value that no cut covered yet, and returns how many. The
+// cut calls it for every open txn twice: before its gate closes, for the
+// writes so far, while the txn's other writes wait on imgMu and other
+// txns go on; then inside the gate's write side, before it reads the
+// frontier, for the writes made meanwhile. So every version a checkpoint
+// can hold of a txn that has not ended has its old value in the log below
+// the frontier, which the checkpoint makes durable before it publishes
+// (INV-C1). A txn that committed or rolled back meanwhile gets images it
+// will never need.
+func (tx *Txn) logImages() (int, error) {
 	tx.imgMu.Lock()
 	defer tx.imgMu.Unlock()
+	n := 0
 	for ; tx.imaged < len(tx.writes); tx.imaged++ {
 		u := &tx.writes[tx.imaged]
 		if !u.deferred {
@@ -372,10 +376,11 @@ func (tx *Txn) logImages() error {
 		}
 		rec := wal.Record{Type: wal.Image, TxID: wal.TxID(tx.st.ID), Key: u.key, Value: u.old, Of: u.lsn}
 		if _, err := tx.db.wal.Append(&rec); err != nil {
-			return err
+			return n, err
 		}
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 // NewIter returns an iterator over this transaction's view, its own writes

@@ -87,6 +87,9 @@ const (
 	// A cut logs no before-images: an open transaction's write that a
 	// checkpoint holds has no old value in the log.
 	MutCutNoImages = "mutant_cut_no_images"
+	// A cut logs before-images only before its gate closes: a write made
+	// between that pass and the gate has no old value in the log.
+	MutCutNoGateImages = "mutant_cut_no_gate_images"
 )
 
 // Mutants lists every mutant point, for prod_test.sh mutants.
@@ -94,5 +97,5 @@ var Mutants = []string{
 	MutCommitNotDurable, MutCheckpointNoWALSync, MutCheckpointNoDataSync,
 	MutCheckpointDropPage, MutJunkNotRecorded, MutGCDeleteBeforeRemap,
 	MutRecoveryNoUndo, MutCLRNoUndoNext, MutWALUnboundRecords,
-	MutCutNoImages,
+	MutCutNoImages, MutCutNoGateImages,
 }
