@@ -77,10 +77,11 @@ func (db *DB) degradedErr() error {
 }
 
 // cut seals the hot generation for a checkpoint (nil: a sealed one is
-// pending) and runs the cut test hook. Inside the gate, before it reads
-// the frontier, it logs the open transactions' before-images
-// (logImages); if that fails the DB degrades, so the sealed generation
-// is never published (Checkpointer.Attempt).
+// pending) and runs the cut test hook. It logs the open transactions'
+// before-images (logImages) before the gate closes, then inside it,
+// before it reads the frontier, those of the writes made in between; if
+// that fails the DB degrades, so the sealed generation is never
+// published (Checkpointer.Attempt).
 func (db *DB) cut() *generation.Gen {
 	// The images the open transactions owe so far, logged before the
 	// gate closes, while writers go on: a long transaction's writes since
