@@ -195,9 +195,24 @@ func TestBlobRoundTrip(t *testing.T) {
 }
 
 // TestBlobWrittenOnce: checkpointing a page again (new deltas, then a
-// consolidated base) does not write its unchanged blob values again.
+// consolidated base) does not write its unchanged blob values again. With
+// carried bases the consolidations write no base at all (the checkpoints
+// write the small deltas); without, each consolidated base reuses the
+// blobs' references.
 func TestBlobWrittenOnce(t *testing.T) {
-	db := openTest(t, blobOpts(1024))
+	for _, carry := range []bool{true, false} {
+		t.Run(fmt.Sprintf("carry=%v", carry), func(t *testing.T) {
+			o := blobOpts(1024)
+			if !carry {
+				o = bwkv.WithTestNoCarry(o)
+			}
+			testBlobWrittenOnce(t, o, carry)
+		})
+	}
+}
+
+func testBlobWrittenOnce(t *testing.T, o *bwkv.Options, carry bool) {
+	db := openTest(t, o)
 	for i := 0; i < 4; i++ {
 		if err := db.Put(fmt.Appendf(nil, "big%d", i), blobValue("big", i, 8<<10)); err != nil {
 			t.Fatal(err)
@@ -226,7 +241,10 @@ func TestBlobWrittenOnce(t *testing.T) {
 	if st2.BlobsWritten != st.BlobsWritten || st2.BlobBytes != st.BlobBytes {
 		t.Fatalf("rewriting the page wrote %d more blobs (%d bytes)", st2.BlobsWritten-st.BlobsWritten, st2.BlobBytes-st.BlobBytes)
 	}
-	if st2.BlobsReused == 0 {
+	switch carried := db.Stats().Tree.Carried; {
+	case carry && carried == 0:
+		t.Fatal("no consolidation carried")
+	case !carry && st2.BlobsReused == 0:
 		t.Fatal("no consolidated base reused a blob")
 	}
 	for i := 0; i < 4; i++ {

@@ -109,6 +109,12 @@ func WithTestGCNoConsolidate(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.gcNoConsolidate = true })
 }
 
+// WithTestNoCarry returns a copy of o whose consolidations always take an
+// address and are written as bases (tree.Config.Carry off).
+func WithTestNoCarry(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.noCarry = true })
+}
+
 // WithTestNoShorten returns a copy of o whose evictor never consolidates
 // the chain of a page in use (tree.Config.ReadChain 0).
 func WithTestNoShorten(o *Options) *Options {

@@ -38,6 +38,10 @@ type testHooks struct {
 	// hotAfter, when not zero, replaces hotAfter (db.go); negative: no
 	// page is hot, every checkpoint frame is compressed where that pays.
 	hotAfter time.Duration
+	// noCarry makes every consolidation take an address, to be written as
+	// a base (tree.Config.Carry off): the baseline carried bases are
+	// measured against.
+	noCarry bool
 	// noShorten stops the evictor consolidating the long chains of pages
 	// in use (tree.Config.ReadChain 0), for tests that build chains.
 	noShorten bool
@@ -84,6 +88,7 @@ func (h *testHooks) init(from *testHooks) {
 	h.gcNoConsolidate = from.gcNoConsolidate
 	h.hotAfter = from.hotAfter
 	h.noShorten = from.noShorten
+	h.noCarry = from.noCarry
 	h.formatVersion = from.formatVersion
 	h.gcPaused.Store(from.gcPaused.Load())
 	h.frameRead.Store(from.frameRead.Load())

@@ -64,6 +64,7 @@ func (db *DB) open(exists bool) error {
 		// Used while sizeLeaves says the data is large (at Open, before
 		// recovery, and after each publish).
 		SmallSplitBytes: smallLeafBytes,
+		Carry:           !db.hooks.noCarry,
 	}, tree.Env{
 		Retention:   retention{db},
 		Gens:        db.gens,

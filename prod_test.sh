@@ -185,7 +185,7 @@ chaos() {
 
 # The mutants: name, then the crash suite's tests that should catch it
 # (the whole suite runs for each; these are the ones expected to fail).
-mutant_suite='^(TestCrashKill9|TestRecoveryUndo|TestCrashDuringRecovery|TestStealUndo|TestCutImagesBeforeGate|TestINVC2|TestPowerLoss|TestCheckpointReopen|TestGCPowerLoss)$'
+mutant_suite='^(TestCrashKill9|TestRecoveryUndo|TestCrashDuringRecovery|TestStealUndo|TestCutImagesBeforeGate|TestCarriedBasesPendingDeltas|TestINVC2|TestPowerLoss|TestCheckpointReopen|TestGCPowerLoss)$'
 mutants() {
   parallel=
   local tmp bin mut log caught survivors=()

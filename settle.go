@@ -133,7 +133,8 @@ func (db *DB) settleStep(rebase int) (done, wrapped bool, err error) {
 }
 
 // squashChains consolidates up to settleSquashPages resident leaves whose
-// chain holds deltas, resuming where the last pass stopped; wrapped
+// chain holds deltas, in memory or on disk below a carried base or a
+// stub, resuming where the last pass stopped; wrapped
 // reports that the pass reached the last page. Pages on disk only are not
 // read: they were consolidated before they were evicted or are untouched
 // since Open.
@@ -145,7 +146,7 @@ func (db *DB) squashChains() (squashed int, wrapped bool) {
 	}
 	for ; s.cursor < end && squashed < settleSquashPages; s.cursor++ {
 		p := db.pt.Load(s.cursor)
-		if p == nil || p.Removed || p.Base.Level != 0 || (p.Len == 0 && (p.Stub == nil || p.Stub.DiskLen == 0)) {
+		if p == nil || p.Removed || p.Base.Level != 0 || (p.Len == 0 && !p.Base.Carried() && (p.Stub == nil || p.Stub.DiskLen == 0)) {
 			continue
 		}
 		if err := db.tree.Squash(s.cursor); err != nil {

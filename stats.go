@@ -120,6 +120,11 @@ type TreeStats struct {
 	ChainHist                                  [8]int
 	Bytes                                      int64
 	Consolidations, Splits, RootSplits, Merges uint64
+	// Carried counts the consolidations, among Consolidations, that
+	// leave the leaf's frames on disk as they are (a carried base, never
+	// written): the checkpoints write the leaf's deltas instead of a
+	// whole new base (docs/architecture.md).
+	Carried uint64
 }
 
 // CacheStats describes the page cache.
@@ -175,6 +180,7 @@ func (db *DB) Stats() Stats {
 	s.Tree = TreeStats{
 		Pages: sh.Pages, Leaves: sh.Leaves, Depth: sh.Depth, ChainHist: sh.ChainHist, Bytes: sh.Bytes,
 		Consolidations: ts.Consolidations, Splits: ts.Splits, RootSplits: ts.RootSplits, Merges: ts.Merges,
+		Carried: ts.Carried,
 	}
 	s.Cache.Bytes = db.pt.Resident()
 	s.Cache.Misses = ts.Loads // pages read from data files
@@ -290,6 +296,7 @@ func (s Stats) Sub(prev Stats) Stats {
 	g.Rounds -= pg.Rounds
 	t, pt := &d.Tree, prev.Tree
 	t.Consolidations -= pt.Consolidations
+	t.Carried -= pt.Carried
 	t.Splits -= pt.Splits
 	t.RootSplits -= pt.RootSplits
 	t.Merges -= pt.Merges
@@ -386,6 +393,7 @@ func (s Stats) String() string {
 	row("tree", "chain histogram", s.Tree.ChainHist)
 	row("tree", "bytes", bytesIEC(s.Tree.Bytes))
 	row("tree", "consolidations", count(s.Tree.Consolidations))
+	row("tree", "carried", count(s.Tree.Carried))
 	row("tree", "splits", count(s.Tree.Splits))
 	row("tree", "root splits", s.Tree.RootSplits)
 	row("tree", "merges", s.Tree.Merges)

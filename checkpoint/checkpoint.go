@@ -152,6 +152,7 @@ func Run(e *Env, g *generation.Gen) (Result, error) {
 	e.Gens.Publish(g)
 	e.Heat.Published(time.Now(), g.SnapAddr)
 	e.Heat.wrote(gt.hotPages, gt.coldBases, gt.removed)
+	clearCarried(e, gt)
 	if ferr != nil {
 		return res, fmt.Errorf("checkpoint: mark durable: %w", ferr)
 	}
@@ -254,6 +255,10 @@ func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uin
 	keep := st.Base.Addr
 	if d != nil {
 		keep = d.Addr
+	} else if c := st.Base.Carry(); c != nil && st.Base.Addr > published {
+		// A carried base is never written: its absorbed deltas not
+		// durable yet are, down to the durable frame below them.
+		keep = gt.carried(pid, c, published)
 	} else if st.Base.Addr > published {
 		keep = 0
 		gt.frames = append(gt.frames, &delta.Frame{Addr: st.Base.Addr, PID: uint64(pid), Base: st.Base})
@@ -275,6 +280,43 @@ func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uin
 		if e.Ledger != nil {
 			gt.changes = append(gt.changes, gc.Change{PID: uint64(pid), Keep: keep})
 			gt.written = append(gt.written, slices.Clone(gt.frames[n:]))
+		}
+	}
+}
+
+// carried gathers the pending deltas of a carried base (delta.Carry)
+// above published, the newest at the base's address, each linked to the
+// next older, and returns the durable frame the oldest links to.
+func (gt *gathered) carried(pid pagetable.PID, c *delta.Carry, published uint64) (keep uint64) {
+	pd := c.Pending()
+	for i, d := range pd {
+		if d.Addr <= published {
+			return d.Addr
+		}
+		link := c.Link
+		if i+1 < len(pd) {
+			link = pd[i+1].Addr
+		}
+		gt.frames = append(gt.frames, &delta.Frame{Addr: d.Addr, PID: uint64(pid), LSN: d.LSN, Link: link, Delta: d})
+	}
+	return c.Link
+}
+
+// clearCarried drops the pending deltas of the written pages' carried
+// bases that are durable now (delta.Carry.Clear), after the publish: a
+// resident base keeps no values a checkpoint wrote. A base carried
+// between the publish and this pass keeps its pending deltas until the
+// page's next consolidation, eviction or the idle settle's squash.
+// O(pages written).
+func clearCarried(e *Env, gt *gathered) {
+	pub := e.Gens.Published()
+	for _, p := range gt.pages {
+		st := e.Table.Load(p.pid)
+		if st == nil || st.Base == nil {
+			continue
+		}
+		if c := st.Base.Carry(); c != nil && st.Base.Addr <= pub && c.Pending() != nil {
+			c.Clear()
 		}
 	}
 }

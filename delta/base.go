@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 )
 
 // entryHeader is the fixed part of a slab entry:
@@ -69,6 +70,79 @@ type Base struct {
 	// published; 0 for pages built outside the generational pool).
 	Addr    uint64
 	MaxTxID uint64
+
+	// carry is set on a carried base (SetCarry); nil on every other base.
+	carry *Carry
+}
+
+// Carry describes a carried base: a leaf's consolidation that is never
+// written as a base frame. On disk the page stays the chain it was: the
+// base's address is that of the newest delta it absorbed, and the
+// checkpointer writes the absorbed deltas that were not durable yet
+// (Pending) as delta frames, linked down to the durable frame below them
+// (Link). A reader of the base's address on disk reads that chain, whose
+// contents are the base's.
+type Carry struct {
+	// Link is the address of the durable frame below the oldest Pending
+	// delta when the base was built.
+	Link uint64
+	// Depth and Bytes are the delta frames of the on-disk chain the base
+	// stands for, above that chain's newest written base, and their
+	// bytes: what bounds the chain (tree.Tree's carry).
+	Depth, Bytes int32
+	// pending: the absorbed deltas that were not durable when the base
+	// was built, newest first (the first at the base's address). The
+	// checkpointer writes those above its published address; once none
+	// is left, Clear drops them (a carried base then holds nothing but
+	// its bytes).
+	pending atomic.Pointer[[]*Delta]
+}
+
+// NewCarry returns the carry of a base whose unwritten absorbed deltas
+// are pending (newest first), above the durable frame at link.
+func NewCarry(link uint64, depth, diskBytes int, pending []*Delta) *Carry {
+	c := &Carry{Link: link, Depth: int32(depth), Bytes: int32(diskBytes)}
+	if len(pending) > 0 {
+		c.pending.Store(&pending)
+	}
+	return c
+}
+
+// Pending returns the absorbed deltas that were not durable when the base
+// was built, newest first; nil once cleared. Read-only.
+func (c *Carry) Pending() []*Delta {
+	if p := c.pending.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Clear drops the pending deltas once every one is durable (the
+// checkpointer, after its publish), so a resident carried base does not
+// keep values a checkpoint wrote.
+func (c *Carry) Clear() { c.pending.Store(nil) }
+
+// SetCarry makes b a carried base (Carry) at addr, the address of the
+// newest delta it absorbed. Call it before b is published.
+func (b *Base) SetCarry(addr uint64, c *Carry) {
+	b.Addr = addr
+	b.carry = c
+}
+
+// Carry returns b's carry, or nil if b is not a carried base.
+func (b *Base) Carry() *Carry { return b.carry }
+
+// Carried reports whether b is a carried base (SetCarry).
+func (b *Base) Carried() bool { return b.carry != nil }
+
+// DiskChain returns, for a carried base, the delta frames of the on-disk
+// chain it stands for above that chain's newest written base, and their
+// bytes; 0, 0 for any other base (its own frame is that base).
+func (b *Base) DiskChain() (depth, diskBytes int) {
+	if b.carry == nil {
+		return 0, 0
+	}
+	return int(b.carry.Depth), int(b.carry.Bytes)
 }
 
 // baseInline is the room inside a Base for its fences and search prefix.

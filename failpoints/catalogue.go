@@ -90,6 +90,10 @@ const (
 	// A cut logs before-images only before its gate closes: a write made
 	// between that pass and the gate has no old value in the log.
 	MutCutNoGateImages = "mutant_cut_no_gate_images"
+	// A carried base keeps no pending deltas: the checkpointer never
+	// writes the absorbed deltas that were not durable yet, and the page's
+	// head names the address of one of them.
+	MutCarryUnwritten = "mutant_carry_unwritten"
 )
 
 // Mutants lists every mutant point, for prod_test.sh mutants.
@@ -97,5 +101,5 @@ var Mutants = []string{
 	MutCommitNotDurable, MutCheckpointNoWALSync, MutCheckpointNoDataSync,
 	MutCheckpointDropPage, MutJunkNotRecorded, MutGCDeleteBeforeRemap,
 	MutRecoveryNoUndo, MutCLRNoUndoNext, MutWALUnboundRecords,
-	MutCutNoImages, MutCutNoGateImages,
+	MutCutNoImages, MutCutNoGateImages, MutCarryUnwritten,
 }

@@ -152,15 +152,27 @@ func (m *Manager) Touch(slot *pagetable.Slot[node.Page], pid pagetable.PID, old 
 
 // superseded returns the bytes that the frames of state p drawn above
 // address start were accounted with when installed: a delta's Size, a
-// base's Bytes (tree.publish). Frames at or below start belong to an
-// older generation, which writes them (it pinned them if sealed).
+// base's Bytes (tree.publish), a carried base's pending deltas' Sizes.
+// Frames at or below start belong to an older generation, which writes
+// them (it pinned them if sealed).
 func superseded(p *node.Page, start uint64) int {
 	n := 0
 	for d := p.Head; d != nil && d.Addr > start; d = d.Next {
 		n += d.Size()
 	}
 	if p.Base != nil && p.Base.Addr > start && p.Stub == nil {
-		n += p.Base.Bytes()
+		if c := p.Base.Carry(); c != nil {
+			// A carried base is never written: its unwritten deltas
+			// are (each accounted with its Size).
+			for _, d := range c.Pending() {
+				if d.Addr <= start {
+					break
+				}
+				n += d.Size()
+			}
+		} else {
+			n += p.Base.Bytes()
+		}
 	}
 	return n
 }

@@ -179,6 +179,8 @@ func NewStub(p *Page, head uint64) *Page {
 	keys, diskLen := p.Len, p.Len
 	if p.Stub == nil {
 		keys += b.Keys
+		depth, _ := b.DiskChain() // a carried base's delta frames on disk
+		diskLen += depth
 	} else {
 		keys += p.Stub.n
 		diskLen += p.Stub.DiskLen

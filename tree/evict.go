@@ -42,13 +42,14 @@ func (t *Tree) Compact(pid pagetable.PID) error {
 	return t.compact(pid, t.stubChainMax(), func(p *node.Page) bool { return p.Len > t.cfg.ChainMax })
 }
 
-// Squash consolidates leaf pid if its chain holds any delta, in memory or
-// on disk, as Compact does. For the engine's idle settler: a durable chain
+// Squash consolidates leaf pid into a new base if its chain holds any
+// delta, in memory or on disk (a carried base stands for deltas on disk),
+// as Compact does. For the engine's idle settler: a durable chain
 // of deltas above a base stores versions the base may repeat, and the
 // next checkpoint of the consolidated page turns the whole old chain into
 // junk the data-file GC reclaims.
 func (t *Tree) Squash(pid pagetable.PID) error {
-	return t.compact(pid, 1, func(p *node.Page) bool { return p.Len > 0 })
+	return t.compact(pid, 1, func(p *node.Page) bool { return p.Len > 0 || p.Base.Carried() })
 }
 
 // Rebase consolidates leaf pid into a new base even if its chain is
@@ -141,7 +142,7 @@ func (t *Tree) compactFull(pid pagetable.PID, need func(*node.Page) bool) (*spli
 	if !need(p) {
 		return nil, true
 	}
-	np, sp, _ := t.consolidate(pid, p, true)
+	np, sp, _ := t.consolidate(pid, p, true, false)
 	t.publish(slot, pid, p, np, 1)
 	return sp, true
 }

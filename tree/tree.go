@@ -33,6 +33,11 @@ type Config struct {
 	// reads load their leaf from disk, and a smaller leaf is a smaller
 	// read and decode per miss.
 	SmallSplitBytes int
+	// Carry lets a writer's consolidation leave the leaf's frames on
+	// disk as they are (carryOf): the next checkpoint then writes the
+	// page's new deltas, not a new base, until the on-disk chain reaches
+	// its bound.
+	Carry bool
 }
 
 // SetLarge says whether the data far outgrows the cache: while it does,
@@ -101,6 +106,9 @@ type Env struct {
 // Stats counts structure modifications.
 type Stats struct {
 	Consolidations, Splits, RootSplits, Merges, Restarts, Loads uint64
+	// Carried counts the consolidations, among Consolidations, that made
+	// a carried base (written as the page's deltas, not as a base).
+	Carried uint64
 	// Peeks counts point reads and writes of stub leaves answered from
 	// disk without loading the page (Env.Peek).
 	Peeks uint64
@@ -119,7 +127,8 @@ type Tree struct {
 	env Env
 
 	consolidations, splits, rootSplits, merges, restarts, loads, peeks atomic.Uint64
-	large                                                              atomic.Bool // SetLarge
+	carriedN                                                           atomic.Uint64 // consolidations that made a carried base (carryOf)
+	large                                                              atomic.Bool   // SetLarge
 	hits                                                               hitCounter
 	siblingHops                                                        hitCounter // sharded: every scan crossing a leaf adds
 	// stubBytes is the memory of resident stubs (node.Stub.Own); missed
@@ -157,6 +166,7 @@ func New(cfg Config, env Env, pt *pagetable.Table[node.Page]) *Tree {
 func (t *Tree) Stats() Stats {
 	return Stats{
 		Consolidations: t.consolidations.Load(),
+		Carried:        t.carriedN.Load(),
 		Splits:         t.splits.Load(),
 		RootSplits:     t.rootSplits.Load(),
 		Merges:         t.merges.Load(),
@@ -184,14 +194,26 @@ func (t *Tree) addrPage(p *node.Page) *node.Page {
 // page's lock (or with the PID not yet reachable).
 func (t *Tree) publish(slot *pagetable.Slot[node.Page], pid pagetable.PID, old, st *node.Page, frames int) {
 	size := 0
+	carried := old != nil && st.Base != old.Base && st.Base.Carried()
 	if frames > 0 {
-		if st.Head != nil && (old == nil || st.Base == old.Base) {
+		switch {
+		case st.Head != nil && (old == nil || st.Base == old.Base):
 			size = st.Head.Size()
-		} else {
+		case carried:
+			// A writer's carried consolidation: the base is never
+			// written, the deltas it absorbed were counted when they
+			// were installed, all but the writer's new one, the newest
+			// frame of the state.
+			if st.Head != nil {
+				size = st.Head.Size()
+			} else if pd := st.Base.Carry().Pending(); len(pd) > 0 {
+				size = pd[0].Size()
+			}
+		default:
 			size = st.Base.Bytes()
 		}
 	}
-	replaced := old != nil && frames > 0 && st.Base != old.Base
+	replaced := old != nil && frames > 0 && st.Base != old.Base && !carried
 	t.env.Gens.Touch(slot, pid, old, frames, size, replaced)
 	t.pt.Account(slot, int64(st.Bytes()), st.Base.Level > 0)
 	slot.Store(st)

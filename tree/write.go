@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/bwkv/bwkv/delta"
+	"github.com/bwkv/bwkv/failpoints"
 	"github.com/bwkv/bwkv/node"
 	"github.com/bwkv/bwkv/pagetable"
 )
@@ -134,7 +135,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 		d.Addr = t.env.Gens.NextAddr()
 		np := cur.Prepend(d)
 		if np.Stub == nil && (np.Len > t.cfg.ChainMax || heavy) {
-			np, sp, underfull = t.consolidate(pid, np, false)
+			np, sp, underfull = t.consolidate(pid, np, false, true)
 			frames = 2 // the delta and the base that absorbed it
 		}
 		t.publish(slot, pid, p, np, frames)
@@ -167,12 +168,21 @@ type split struct {
 // writer's passes false: the next write to the page prepends a delta
 // anyway, and W4 with writers' leaves built joint was slower in two of
 // three sittings (bench/results/s30-joint).
-func (t *Tree) consolidate(pid pagetable.PID, p *node.Page, joint bool) (*node.Page, *split, bool) {
+//
+// carry (the writers' consolidations) lets the new base be a carried one
+// where carryOf allows it: the page's next checkpoint then writes its new
+// deltas, not a whole base.
+func (t *Tree) consolidate(pid pagetable.PID, p *node.Page, joint, carry bool) (*node.Page, *split, bool) {
 	t.consolidations.Add(1)
 	c := p.Collect(t.env.Retention)
 	b := p.Base
 	n := c.Keys()
 	if !t.tooBig(c) {
+		if carry {
+			if np, ok := t.carried(p, c); ok {
+				return np, nil, t.underfull(c) && pid != RootPID
+			}
+		}
 		np, underfull := t.unsplit(pid, p, c, joint)
 		return np, nil, underfull
 	}
@@ -222,9 +232,102 @@ func (t *Tree) consolidateBefore(pid pagetable.PID, p *node.Page) (np *node.Page
 		return nil, false, false
 	}
 	t.consolidations.Add(1)
+	underfull = t.underfull(c) && pid != RootPID
+	if np, ok := t.carried(p, c); ok {
+		return np, underfull, true
+	}
 	np, underfull = t.unsplit(pid, p, c, false)
 	return np, underfull, true
 }
+
+// carried returns a carried state of locked leaf p, a base built from c
+// (p's contents) that carryOf allows to carry; ok is false, and nothing is
+// built, when it does not.
+func (t *Tree) carried(p *node.Page, c *node.Contents) (np *node.Page, ok bool) {
+	cr := t.carryOf(p)
+	if cr == nil {
+		return nil, false
+	}
+	b := p.Base
+	nb := c.Build(0, c.Keys(), b.Low, b.High, b.Sibling)
+	nb.SetCarry(p.Head.Addr, cr)
+	t.carriedN.Add(1)
+	return &node.Page{Base: nb}, true
+}
+
+// carryOf decides, under the page lock, whether the consolidation of leaf
+// p may leave the page's frames on disk as they are (a carried base,
+// delta.Carry): the new base is never written; it takes the address of
+// p's newest delta, and the checkpointer writes the deltas it absorbed
+// that are not durable yet, linked to the durable frame below them, as
+// it would have without the consolidation. So a leaf that consolidates
+// every ChainMax writes has its checkpoints write those writes, not a
+// whole base each time, while its chain in memory empties as always.
+//
+// The chain on disk grows by what each carried consolidation absorbs; it
+// is bounded by carryFrames() delta frames and the leaf byte bound, past
+// which (or when p's base is itself a base not written yet, or a stub,
+// or a frame has no address) it returns nil and the consolidation writes
+// a whole base. O(p's chain + the pending deltas of a carried base).
+func (t *Tree) carryOf(p *node.Page) *delta.Carry {
+	b := p.Base
+	if !t.cfg.Carry || p.Stub != nil || b.Level != 0 || p.Head == nil || p.Head.Addr == 0 {
+		return nil
+	}
+	pub := t.env.Gens.Published()
+	depth, diskBytes := b.DiskChain()
+	var pending []*delta.Delta
+	link := uint64(0)
+	for d := p.Head; d != nil; d = d.Next {
+		if d.Addr == 0 {
+			return nil
+		}
+		depth++
+		diskBytes += d.Size()
+		if link == 0 {
+			if d.Addr > pub {
+				pending = append(pending, d)
+			} else {
+				link = d.Addr
+			}
+		}
+	}
+	if sb := t.splitBytes(); depth > t.carryFrames() || (sb > 0 && diskBytes > sb) {
+		return nil
+	}
+	if link == 0 {
+		switch bc := b.Carry(); {
+		case bc != nil:
+			older := bc.Pending()
+			for _, d := range older {
+				if d.Addr <= pub {
+					link = d.Addr
+					break
+				}
+				pending = append(pending, d)
+			}
+			if link == 0 {
+				link = bc.Link
+				if len(older) == 0 {
+					link = b.Addr // all written: the chain's top is the base's address
+				}
+			}
+		case b.Addr != 0 && b.Addr <= pub:
+			link = b.Addr
+		default:
+			return nil // b is a base not written yet: the checkpoint writes a base anyway
+		}
+	}
+	if failpoints.Skip(failpoints.MutCarryUnwritten) {
+		pending = nil // the checkpointer never writes what they held
+	}
+	return delta.NewCarry(link, depth, diskBytes, pending)
+}
+
+// carryFrames bounds the delta frames of a carried base's on-disk chain
+// (carryOf): twice the in-memory chain bound, below the on-disk length at
+// which a stub's chain is compacted (stubChainMax).
+func (t *Tree) carryFrames() int { return 2 * t.cfg.ChainMax }
 
 // unsplit builds the new base of leaf pid (state p) from its collected
 // contents c, which need no split, and reports whether it is underfull.
