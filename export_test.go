@@ -109,8 +109,8 @@ func WithTestGCNoConsolidate(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.gcNoConsolidate = true })
 }
 
-// WithTestNoCarry returns a copy of o whose consolidations always take an
-// address and are written as bases (tree.Config.Carry off).
+// WithTestNoCarry returns a copy of o whose writers' consolidations are
+// all whole ones, written as bases (tree.Config.Carry off).
 func WithTestNoCarry(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.noCarry = true })
 }

@@ -38,7 +38,7 @@ type testHooks struct {
 	// hotAfter, when not zero, replaces hotAfter (db.go); negative: no
 	// page is hot, every checkpoint frame is compressed where that pays.
 	hotAfter time.Duration
-	// noCarry makes every consolidation take an address, to be written as
+	// noCarry makes every writer's consolidation a whole one, written as
 	// a base (tree.Config.Carry off): the baseline carried bases are
 	// measured against.
 	noCarry bool

@@ -88,7 +88,7 @@ type Carry struct {
 	Link uint64
 	// Depth and Bytes are the delta frames of the on-disk chain the base
 	// stands for, above that chain's newest written base, and their
-	// bytes: what bounds the chain (tree.Tree's carry).
+	// bytes: what bounds the chain (tree.Tree's carryOf).
 	Depth, Bytes int32
 	// pending: the absorbed deltas that were not durable when the base
 	// was built, newest first (the first at the base's address). The

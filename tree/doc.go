@@ -62,6 +62,17 @@
 // post was lost in a crash heals on the next write that crosses it.
 // Readers only follow the link.
 //
+// # Carried bases
+//
+// A writer's consolidation is usually carried (write.go, carryOf): its
+// new base is never written, takes the address of the newest delta it
+// absorbed and keeps the absorbed deltas not durable yet
+// (delta.Carry), which the checkpointer writes as the delta frames it
+// would have written without the consolidation. The on-disk chain is
+// bounded by carryFrames() frames and the leaf byte bound; past them, or
+// over a base not written yet, the consolidation is a whole one.
+// Compact's, Squash's, Rebase's and Shorten's consolidations are whole.
+//
 // # Merges
 //
 // Leaves also split above SplitBytes of keys and values, so a
