@@ -178,12 +178,7 @@ func (t *Tree) consolidate(pid pagetable.PID, p *node.Page, joint, carry bool) (
 	b := p.Base
 	n := c.Keys()
 	if !t.tooBig(c) {
-		if carry {
-			if np, ok := t.carried(p, c); ok {
-				return np, nil, t.underfull(c) && pid != RootPID
-			}
-		}
-		np, underfull := t.unsplit(pid, p, c, joint)
+		np, underfull := t.unsplit(pid, p, c, joint, carry)
 		return np, nil, underfull
 	}
 	k, sep := c.SplitKey()
@@ -232,11 +227,7 @@ func (t *Tree) consolidateBefore(pid pagetable.PID, p *node.Page) (np *node.Page
 		return nil, false, false
 	}
 	t.consolidations.Add(1)
-	underfull = t.underfull(c) && pid != RootPID
-	if np, ok := t.carried(p, c); ok {
-		return np, underfull, true
-	}
-	np, underfull = t.unsplit(pid, p, c, false)
+	np, underfull = t.unsplit(pid, p, c, false, true)
 	return np, underfull, true
 }
 
@@ -331,9 +322,16 @@ func (t *Tree) carryFrames() int { return 2 * t.cfg.ChainMax }
 
 // unsplit builds the new base of leaf pid (state p) from its collected
 // contents c, which need no split, and reports whether it is underfull.
-func (t *Tree) unsplit(pid pagetable.PID, p *node.Page, c *node.Contents, joint bool) (*node.Page, bool) {
+// With carry the base is a carried one where carryOf allows it.
+func (t *Tree) unsplit(pid pagetable.PID, p *node.Page, c *node.Contents, joint, carry bool) (*node.Page, bool) {
+	underfull := t.underfull(c) && pid != RootPID
+	if carry {
+		if np, ok := t.carried(p, c); ok {
+			return np, underfull
+		}
+	}
 	b := p.Base
-	return t.leafState(c, 0, c.Keys(), b.Low, b.High, b.Sibling, joint), t.underfull(c) && pid != RootPID
+	return t.leafState(c, 0, c.Keys(), b.Low, b.High, b.Sibling, joint), underfull
 }
 
 // leafState returns a new state holding only a leaf base with keys [from,
