@@ -288,18 +288,15 @@ func (gt *gathered) page(e *Env, pid pagetable.PID, st *node.Page, published uin
 // above published, the newest at the base's address, each linked to the
 // next older, and returns the durable frame the oldest links to.
 func (gt *gathered) carried(pid pagetable.PID, c *delta.Carry, published uint64) (keep uint64) {
-	pd := c.Pending()
-	for i, d := range pd {
-		if d.Addr <= published {
-			return d.Addr
-		}
-		link := c.Link
-		if i+1 < len(pd) {
-			link = pd[i+1].Addr
+	ds, keep := c.Unwritten(published)
+	for i, d := range ds {
+		link := keep
+		if i+1 < len(ds) {
+			link = ds[i+1].Addr
 		}
 		gt.frames = append(gt.frames, &delta.Frame{Addr: d.Addr, PID: uint64(pid), LSN: d.LSN, Link: link, Delta: d})
 	}
-	return c.Link
+	return keep
 }
 
 // clearCarried drops the pending deltas of the written pages' carried

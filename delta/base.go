@@ -117,6 +117,19 @@ func (c *Carry) Pending() []*Delta {
 	return nil
 }
 
+// Unwritten returns the pending deltas above addr, newest first, and the
+// address the oldest of them links to on disk: the next older pending
+// delta, or Link. One load of the pending deltas.
+func (c *Carry) Unwritten(addr uint64) (ds []*Delta, link uint64) {
+	pd := c.Pending()
+	for i, d := range pd {
+		if d.Addr <= addr {
+			return pd[:i], d.Addr
+		}
+	}
+	return pd, c.Link
+}
+
 // Clear drops the pending deltas once every one is durable (the
 // checkpointer, after its publish), so a resident carried base does not
 // keep values a checkpoint wrote.

@@ -164,10 +164,8 @@ func superseded(p *node.Page, start uint64) int {
 		if c := p.Base.Carry(); c != nil {
 			// A carried base is never written: its unwritten deltas
 			// are (each accounted with its Size).
-			for _, d := range c.Pending() {
-				if d.Addr <= start {
-					break
-				}
+			ds, _ := c.Unwritten(start)
+			for _, d := range ds {
 				n += d.Size()
 			}
 		} else {
