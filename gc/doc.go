@@ -59,7 +59,8 @@
 // writes go on (Worker.Collect without settle) chooses by Policy.Busy:
 // the ratio over busyRatioDiv, busySlack times the amplification's
 // slack; a settling round (an idle database, DB.Checkpoint) by the
-// policy itself. Batches groups victims so that one rewrite copies at
+// policy itself, and so does the retry that resumes a settling round's
+// leftover work while nothing new is published. Batches groups victims so that one rewrite copies at
 // most about Policy.FileBytes of live data.
 //
 // # The rewrite protocol (crash safety)

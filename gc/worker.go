@@ -33,10 +33,20 @@ type WorkerEnv struct {
 // *Worker (a read-only DB) runs nothing.
 type Worker struct {
 	coll *Collector
-	env  WorkerEnv
+	// round is coll.Round (a test's stand-in in the package's tests).
+	round func(settle bool) (more bool, err error)
+	env   WorkerEnv
 	// due: a publish happened, or a round left work or failed, since the
 	// last round. Written by Collect's goroutine and Published.
 	due atomic.Bool
+	// settling: the last round settled and left work, and nothing was
+	// published since. The round that resumes it (the checkpointer's
+	// retry on a quiet database) settles too: a busy round would find
+	// nothing under Policy.Busy's looser targets and clear due, leaving
+	// the data files above the settled ones a DB.Checkpoint or the idle
+	// settle asked for. A publish (new writes) ends it. Collect's
+	// goroutine and Published, which the checkpointer's goroutine calls.
+	settling atomic.Bool
 	// running is set during a round: writers then wait at 2x
 	// CheckpointBytes as they do during a publish, so a round cannot let
 	// the hot generation and the log grow unbounded.
@@ -47,7 +57,7 @@ type Worker struct {
 // directory may hold junk, a stage mark or pending deletes, which the
 // first round after the first publish sees to.
 func NewWorker(c *Collector, env WorkerEnv) *Worker {
-	w := &Worker{coll: c, env: env}
+	w := &Worker{coll: c, round: c.Round, env: env}
 	w.due.Store(true)
 	return w
 }
@@ -56,17 +66,20 @@ func NewWorker(c *Collector, env WorkerEnv) *Worker {
 // caller waiting on a checkpoint) the round runs whether or not one is
 // due and works to the policy's own targets; without, it runs only when
 // one is due (after a publish, or a round that left work), while writes
-// go on, and works to Policy.Busy's looser ones. Failures are reported
-// through the env, never returned: a failed step leaves what a crash
-// there would, and a later round resumes, except for a fatal one, which
-// degrades the DB. It reports whether another round should follow soon.
+// go on, and works to Policy.Busy's looser ones, unless it resumes a
+// settle round's work with nothing published since (settling). Failures
+// are reported through the env, never returned: a failed step leaves
+// what a crash there would, and a later round resumes, except for a
+// fatal one, which degrades the DB. It reports whether another round
+// should follow soon.
 func (w *Worker) Collect(settle bool) bool {
 	if w == nil || w.env.Skip() || (!settle && !w.due.Load()) {
 		return false
 	}
+	settle = settle || w.settling.Load()
 	w.running.Store(true)
 	start := time.Now()
-	more, err := w.coll.Round(settle)
+	more, err := w.round(settle)
 	w.running.Store(false)
 	w.env.RoundDone(time.Since(start), more, err)
 	switch {
@@ -78,13 +91,17 @@ func (w *Worker) Collect(settle bool) bool {
 		w.env.Log.Warn("bwkv: data-file GC failed; will retry", "err", err)
 		more = true
 	}
+	w.settling.Store(settle && more)
 	w.due.Store(more)
 	return more
 }
 
-// Published notes a publish: the accounting changed, a round is due.
+// Published notes a publish: the accounting changed, a round is due,
+// and writes went on, so a settle round's leftover work no longer makes
+// the next round settle.
 func (w *Worker) Published() {
 	if w != nil {
+		w.settling.Store(false)
 		w.due.Store(true)
 	}
 }
