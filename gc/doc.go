@@ -60,8 +60,9 @@
 // the ratio over busyRatioDiv, busySlack times the amplification's
 // slack; a settling round (an idle database, DB.Checkpoint) by the
 // policy itself, and so does the retry that resumes a settling round's
-// leftover work while nothing new is published. Batches groups victims so that one rewrite copies at
-// most about Policy.FileBytes of live data.
+// leftover work while nothing new is published. Batches groups victims
+// so that one rewrite copies at most about Policy.FileBytes of live
+// data.
 //
 // # The rewrite protocol (crash safety)
 //
