@@ -77,6 +77,13 @@ func TestBadInput(t *testing.T) {
 	if err := tx.Put([]byte("k"), nil); !errors.Is(err, bwkv.ErrTxnDone) {
 		t.Fatalf("put after commit: %v", err)
 	}
+	// A finished txn answers as such, whatever the arguments.
+	if err := tx.Put(nil, make([]byte, 17)); !errors.Is(err, bwkv.ErrTxnDone) {
+		t.Fatalf("bad put after commit: %v, want ErrTxnDone", err)
+	}
+	if err := tx.Delete(nil); !errors.Is(err, bwkv.ErrTxnDone) {
+		t.Fatalf("bad delete after commit: %v, want ErrTxnDone", err)
+	}
 	if err := tx.Commit(); !errors.Is(err, bwkv.ErrTxnDone) {
 		t.Fatalf("commit twice: %v", err)
 	}
@@ -140,6 +147,16 @@ func TestClosed(t *testing.T) {
 	}
 	if err := db.Put([]byte("a"), nil); !errors.Is(err, bwkv.ErrClosed) {
 		t.Fatalf("put after close: %v", err)
+	}
+	// A closed DB answers as such, whatever the arguments.
+	if err := db.Put(nil, nil); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("bad put after close: %v, want ErrClosed", err)
+	}
+	if err := db.Delete(nil); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("bad delete after close: %v, want ErrClosed", err)
+	}
+	if err := tx.Put(nil, nil); !errors.Is(err, bwkv.ErrClosed) {
+		t.Fatalf("bad txn put after close: %v, want ErrClosed", err)
 	}
 	if err := db.Close(); !errors.Is(err, bwkv.ErrClosed) {
 		t.Fatalf("close twice: %v", err)

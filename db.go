@@ -317,6 +317,22 @@ func (db *DB) checkKey(key []byte) error {
 	return nil
 }
 
+// checkWrite returns the error a write of key (and value, unless del)
+// gets on an open DB: ErrReadOnly, or the key's or value's. One call, one
+// return in Txn.write (whose defers stay open-coded with few returns).
+func (db *DB) checkWrite(key, value []byte, del bool) error {
+	if db.readOnly.Load() {
+		return db.errReadOnly()
+	}
+	if err := db.checkKey(key); err != nil {
+		return err
+	}
+	if !del {
+		return db.checkValue(value)
+	}
+	return nil
+}
+
 func (db *DB) checkValue(v []byte) error {
 	if len(v) > db.opts.MaxValueSize {
 		return fmt.Errorf("%w: %d bytes > MaxValueSize %d", ErrValueTooLarge, len(v), db.opts.MaxValueSize)

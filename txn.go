@@ -46,6 +46,7 @@ type Txn struct {
 	imgMu  sync.Mutex
 	writes []undo
 	imaged int
+
 	// began is set once the begin record is logged (lazily, before the
 	// first write); first is its LSN and last the txn's newest record's.
 	began       bool
@@ -167,20 +168,11 @@ func (tx *Txn) GetAppend(dst, key []byte) ([]byte, error) {
 
 // Put sets key to value. The transaction keeps no reference to key or value.
 func (tx *Txn) Put(key, value []byte) error {
-	if err := tx.db.checkKey(key); err != nil {
-		return err
-	}
-	if err := tx.db.checkValue(value); err != nil {
-		return err
-	}
 	return tx.write(key, value, false)
 }
 
 // Delete removes key. Deleting a missing key is not an error.
 func (tx *Txn) Delete(key []byte) error {
-	if err := tx.db.checkKey(key); err != nil {
-		return err
-	}
 	return tx.write(key, nil, true)
 }
 
@@ -195,8 +187,10 @@ func (tx *Txn) write(key, value []byte, del bool) error {
 		return err
 	}
 	tx.live.AssertOpen("Txn write")
-	if tx.db.readOnly.Load() {
-		return tx.db.errReadOnly()
+	// After the handle's state: a done, closed or doomed txn answers as
+	// such whatever the arguments.
+	if err := tx.db.checkWrite(key, value, del); err != nil {
+		return err
 	}
 	defer tx.db.afterWrite()
 	stripe := -1

@@ -191,6 +191,14 @@ func (db *DB) Delete(key []byte) error {
 }
 
 func (db *DB) oneOp(key, value []byte, del bool) error {
+	// A closed or read-only DB answers as such whatever the arguments,
+	// as a txn's writes do.
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	if db.readOnly.Load() {
+		return db.errReadOnly()
+	}
 	if err := db.checkKey(key); err != nil {
 		return err
 	}

@@ -80,6 +80,13 @@ func TestWaiterConflictsOnCommit(t *testing.T) {
 	if _, err := waiter.Get([]byte("x")); !errors.Is(err, bwkv.ErrConflict) {
 		t.Fatalf("doomed txn get: %v, want ErrConflict", err)
 	}
+	// Every later call, whatever its arguments.
+	if err := waiter.Put(nil, nil); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("doomed txn put of an empty key: %v, want ErrConflict", err)
+	}
+	if err := waiter.Delete(nil); !errors.Is(err, bwkv.ErrConflict) {
+		t.Fatalf("doomed txn delete of an empty key: %v, want ErrConflict", err)
+	}
 	if err := waiter.Commit(); !errors.Is(err, bwkv.ErrConflict) {
 		t.Fatalf("doomed txn commit: %v, want ErrConflict", err)
 	}
