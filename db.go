@@ -350,6 +350,7 @@ func (db *DB) Begin() (*Txn, error) {
 		return nil, db.errReadOnly()
 	}
 	tx := &Txn{db: db, st: db.mv.Begin()}
+	tx.writes = tx.firstWrite[:0]
 	tx.r.Init(db.mv, tx.st.ID, tx.st.ID)
 	tx.joinLog()
 	db.txns.add(tx, tx.st.Reg.Shard())

@@ -46,7 +46,10 @@ type Txn struct {
 	imgMu  sync.Mutex
 	writes []undo
 	imaged int
-
+	// firstWrite is writes' room for one entry, allocated with the txn
+	// (Begin points writes at it): most txns write once or not at all.
+	// writes only grows by append, so the entry is never overwritten.
+	firstWrite [1]undo
 	// began is set once the begin record is logged (lazily, before the
 	// first write); first is its LSN and last the txn's newest record's.
 	began       bool

@@ -9,9 +9,10 @@ import (
 
 // writeAllocBudget is the heap allocations a read-modify-write of an
 // existing key may average (DB.Update with a Get and a Put, consolidations
-// amortized in), measured at 8: the Txn, the manager's transaction and its
-// entry in the active map, the delta and its bytes, the transaction's undo
-// list, the new page state and the consolidations' share. The log's records and
+// amortized in), measured at 8: the Txn (its first undo entry inside it),
+// the manager's transaction and its entry in the active map, the delta and
+// its bytes, the new page state and the consolidations' share (with a
+// carried base's carry and pending list since those came). The log's records and
 // the checkpointer's throttle allocate nothing (they cost four more until
 // a local escaped no longer). A step that starts allocating on every
 // write shows here before it shows in a profile.
