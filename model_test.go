@@ -55,6 +55,9 @@ type model struct {
 	t         *testing.T
 	rng       *rand.Rand
 	db        *bwkv.DB
+	dir       string
+	opts      bwkv.Options // what the DB was opened with (reopen uses them)
+	reopens   int
 	cur       kv
 	commitSeq int
 	lastWrite map[string]int // key -> commit counter of its last committed write
@@ -428,10 +431,65 @@ func (m *model) step() {
 		if err := bwkv.CollectGarbage(m.db); err != nil {
 			m.fail("gc: %v", err)
 		}
+	case r < 96 && m.rng.IntN(4) == 0:
+		m.reopen()
 	default:
 		if err := m.db.Check(context.Background()); err != nil {
 			m.fail("check: %v", err)
 		}
+	}
+}
+
+// reopen closes the DB with its txns and snapshots open and opens it
+// again: Close rolls the open txns back (the model drops them: none
+// committed), the handles left answer ErrClosed, and the reopened DB
+// holds every committed write, whatever the durability mode (a clean
+// Close loses nothing).
+func (m *model) reopen() {
+	m.reopens++
+	m.checkStats()
+	if err := m.db.Close(); err != nil {
+		m.fail("close before reopen %d: %v", m.reopens, err)
+	}
+	k := m.key()
+	for _, mt := range m.txns {
+		if _, err := mt.tx.Get(k); !errors.Is(err, bwkv.ErrClosed) {
+			m.fail("txn get after close: %v, want ErrClosed", err)
+		}
+		if err := mt.tx.Commit(); !errors.Is(err, bwkv.ErrClosed) {
+			m.fail("txn commit after close: %v, want ErrClosed", err)
+		}
+	}
+	for _, ms := range m.snaps {
+		if _, err := ms.s.Get(k); !errors.Is(err, bwkv.ErrClosed) {
+			m.fail("snapshot get after close: %v, want ErrClosed", err)
+		}
+	}
+	m.txns, m.snaps = nil, nil
+	o := m.opts
+	db, err := bwkv.Open(m.dir, &o)
+	if err != nil {
+		m.fail("reopen %d: %v", m.reopens, err)
+	}
+	m.db = db
+	s, err := db.NewSnapshot()
+	if err != nil {
+		m.fail("snapshot after reopen %d: %v", m.reopens, err)
+	}
+	m.checkScan("reopened", s.NewIter, m.cur)
+	s.Close()
+}
+
+// checkStats fails on background trouble the DB counted since it opened.
+// Background errors include a GC self-check failure (TestMain). A chain
+// the GC could not merge, or one the junk accounting could not read or
+// match, is no error for the user (frames are copied, junk uncounted),
+// but with no fault injected only a bug makes one.
+func (m *model) checkStats() {
+	m.t.Helper()
+	if st := m.db.Stats(); st.BackgroundErrors != 0 || st.GC.ConsolidateErrors != 0 || st.GC.AccountingUnread != 0 || st.GC.AccountingMismatched != 0 {
+		m.fail("%d background errors, %d chains the GC could not merge, %d unread and %d mismatched chains in the junk accounting",
+			st.BackgroundErrors, st.GC.ConsolidateErrors, st.GC.AccountingUnread, st.GC.AccountingMismatched)
 	}
 }
 
@@ -451,15 +509,17 @@ func runModel(t *testing.T, seed uint64, ops int, o bwkv.Options) {
 	// another open txn's version could only wait out its timeout, so it
 	// fails at once (the waiting itself is tested in wait_test.go).
 	o.LockTimeout = -1
-	db, err := bwkv.Open(t.TempDir(), &o)
+	m.dir, m.opts = t.TempDir(), o
+	db, err := bwkv.Open(m.dir, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
 	m.db = db
+	defer func() { m.db.Close() }()
 	for i := 0; i < ops; i++ {
 		m.step()
 	}
+	db = m.db
 	for len(m.txns) > 0 {
 		m.commit(0)
 	}
@@ -472,14 +532,7 @@ func runModel(t *testing.T, seed uint64, ops int, o bwkv.Options) {
 	if err := db.Check(context.Background()); err != nil {
 		t.Fatalf("final check: %v", err)
 	}
-	// Background errors include a GC self-check failure (TestMain). A
-	// chain the GC could not merge, or one the junk accounting could not
-	// read or match, is no error for the user (frames are copied, junk
-	// uncounted), but with no fault injected only a bug makes one.
-	if st := db.Stats(); st.BackgroundErrors != 0 || st.GC.ConsolidateErrors != 0 || st.GC.AccountingUnread != 0 || st.GC.AccountingMismatched != 0 {
-		t.Fatalf("%d background errors, %d chains the GC could not merge, %d unread and %d mismatched chains in the junk accounting",
-			st.BackgroundErrors, st.GC.ConsolidateErrors, st.GC.AccountingUnread, st.GC.AccountingMismatched)
-	}
+	m.checkStats()
 }
 
 var modelOptionSets = []struct {
