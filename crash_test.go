@@ -155,8 +155,11 @@ func crashWorkload(dir, mode string, out *crashOut) {
 			}
 		}()
 	}
+	// BWKV_CRASH_SEED (the failpoint matrix's seed dimension) varies
+	// the writers' random streams; 0 keeps the round's own.
+	seed, _ := strconv.ParseUint(os.Getenv("BWKV_CRASH_SEED"), 10, 64)
 	for w := 0; w < 4; w++ {
-		go crashWrites(db, out, rand.New(rand.NewPCG(uint64(round), uint64(w))), &next, 2, -1)
+		go crashWrites(db, out, rand.New(rand.NewPCG(uint64(round)+seed<<32, uint64(w))), &next, 2, -1)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bwkv/bwkv"
 	"github.com/bwkv/bwkv/vfs"
@@ -115,8 +116,20 @@ func memOpts(fs vfs.FS) *bwkv.Options {
 	return &bwkv.Options{FS: fs, PageSplitEntries: 4, DeltaChainMax: 2, WALSegmentBytes: 8 << 10, MaxValueSize: 1 << 10}
 }
 
+// sweepStride returns a power-loss or I/O-error sweep's stride: the
+// environment variable name's value if set, else def.
+func sweepStride(name string, def int64) int64 {
+	if v := envInt(name, 0); v > 0 {
+		return int64(v)
+	}
+	return def
+}
+
+// TestPowerLoss (layer 5) clones the file system at every k-th operation
+// of a workload of BWKV_POWER_COMMITS commits (default 80), for k in
+// steps of BWKV_POWER_STRIDE (default 1; 7 with -short, 3 under -race).
 func TestPowerLoss(t *testing.T) {
-	const commits = 80
+	commits := envInt("BWKV_POWER_COMMITS", 80)
 	// Count the operations of one run.
 	fs := vfs.NewMem()
 	db, err := bwkv.Open("db", memOpts(fs))
@@ -138,6 +151,7 @@ func TestPowerLoss(t *testing.T) {
 		// here); the run without it takes all.
 		stride = 3
 	}
+	stride = sweepStride("BWKV_POWER_STRIDE", stride)
 	checked := 0
 	for k := int64(1); k <= total; k += stride {
 		for _, keep := range []float64{0, 0.5, 1} {
@@ -192,8 +206,13 @@ func TestPowerLoss(t *testing.T) {
 	t.Logf("%d crash points over %d operations", checked, total)
 }
 
+// TestIOErrors (layer 6) fails the i-th file-system operation of a
+// workload of BWKV_IOERR_COMMITS commits (default 30), for i in steps of
+// BWKV_IOERR_STRIDE (default 1; 5 with -short). With -short the sweep
+// also stops after BWKV_IOERR_SECS seconds (default 300), a cap a slow
+// machine may reach; every point before it is checked in full.
 func TestIOErrors(t *testing.T) {
-	const commits = 30
+	commits := envInt("BWKV_IOERR_COMMITS", 30)
 	fs := vfs.NewMem()
 	inj := vfs.NewInjector(fs)
 	db, err := bwkv.Open("db", memOpts(inj))
@@ -206,10 +225,20 @@ func TestIOErrors(t *testing.T) {
 	db.Close()
 	total := inj.Ops()
 	stride := int64(1)
+	var deadline time.Time
 	if testing.Short() {
 		stride = 5
+		deadline = time.Now().Add(time.Duration(envInt("BWKV_IOERR_SECS", 300)) * time.Second)
 	}
+	stride = sweepStride("BWKV_IOERR_STRIDE", stride)
+	checked := 0
+	defer func() { t.Logf("%d failure points of %d operations checked, stride %d", checked, total, stride) }()
 	for i := int64(1); i <= total; i += stride {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			t.Logf("time cap reached at operation %d", i)
+			break
+		}
+		checked++
 		for _, kind := range []vfs.FaultKind{vfs.FaultEIO, vfs.FaultENOSPC, vfs.FaultShortWrite} {
 			fs := vfs.NewMem()
 			inj := vfs.NewInjector(fs)

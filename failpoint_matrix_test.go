@@ -46,9 +46,10 @@ func (s *syncBuffer) String() string {
 
 // TestFailpointMatrix is the failpoint crash matrix: for every catalogued
 // failpoint, action (BWKV_FP_ACTIONS, default "kill"; "kill,error" in
-// prod_test.sh chaos) and hit count N (BWKV_FP_HITS, default "1"; a comma
-// list runs several), a child armed through GO_FAILPOINTS acts at the N-th
-// hit: kill dies there, error makes the step fail with an injected I/O
+// prod_test.sh chaos), hit count N (BWKV_FP_HITS, default "1"; a comma
+// list runs several) and workload seed (BWKV_FP_SEEDS, the number of
+// seeds, default 1; with more, each cell's name ends in its seed), a
+// child armed through GO_FAILPOINTS acts at the N-th hit: kill dies there, error makes the step fail with an injected I/O
 // error and the child is killed a little later. The parent reopens and
 // checks I1–I6 each time. Round 1 (unarmed, killed at a random time)
 // leaves a log with losers, so round 2's Open passes the recovery points
@@ -66,6 +67,13 @@ func TestFailpointMatrix(t *testing.T) {
 	if acts[0] == "" {
 		acts = []string{failpoints.ActKill}
 	}
+	seeds := 1
+	if v := os.Getenv("BWKV_FP_SEEDS"); v != "" {
+		var err error
+		if seeds, err = strconv.Atoi(v); err != nil || seeds < 1 {
+			t.Fatalf("BWKV_FP_SEEDS: bad seed count %q", v)
+		}
+	}
 	cycles := 0
 	t.Cleanup(func() { t.Logf("crash-reopen cycles: %d", cycles) })
 	for _, name := range failpoints.All {
@@ -75,21 +83,29 @@ func TestFailpointMatrix(t *testing.T) {
 				if err != nil || n < 1 {
 					t.Fatalf("BWKV_FP_HITS: bad hit count %q", hs)
 				}
-				t.Run(name+"/"+act+"/"+hs, func(t *testing.T) {
-					cycles += 2
-					fpCase(t, name, act, n)
-				})
+				for seed := range seeds {
+					sub := name + "/" + act + "/" + hs
+					if seeds > 1 {
+						sub += "/" + strconv.Itoa(seed)
+					}
+					t.Run(sub, func(t *testing.T) {
+						cycles += 2
+						fpCase(t, name, act, n, seed)
+					})
+				}
 			}
 		}
 	}
 }
 
 // fpCase runs one matrix cell: an unarmed round and an armed one, each
-// followed by a reopen and the invariant checks.
-func fpCase(t *testing.T, name, act string, n int) {
+// followed by a reopen and the invariant checks. seed varies the child's
+// workload (its writers' random streams); seed 0 is the matrix's first.
+func fpCase(t *testing.T, name, act string, n, seed int) {
 	dir := t.TempDir()
 	m := newCrashModel()
-	env := []string{"BWKV_CRASH_DIR=" + dir, "BWKV_CRASH_MODE=sync", "BWKV_CRASH_CKPT=1"}
+	env := []string{"BWKV_CRASH_DIR=" + dir, "BWKV_CRASH_MODE=sync", "BWKV_CRASH_CKPT=1",
+		"BWKV_CRASH_SEED=" + strconv.Itoa(seed)}
 	if strings.HasPrefix(name, "recovery_") {
 		// No checkpoints: round 2's Open then always has round 1's whole
 		// log to redo (a checkpoint just before the kill could leave

@@ -10,7 +10,8 @@
 #   fast    one hit of every failpoint, a few kill -9 rounds, small
 #           power-loss and I/O-error sweeps
 #   stress  long randomized model runs and many kill -9 rounds
-#   chaos   the failpoint x action (kill, error) x hit-count matrix, many
+#   chaos   the failpoint x action (kill, error) x hit-count x seed matrix
+#           (BWKV_FP_ACTIONS, BWKV_FP_HITS, BWKV_FP_SEEDS), many
 #           kill -9 rounds, full power-loss and I/O sweeps; reports the
 #           crash-reopen cycles run
 #   mutants arms each mutant failpoint (a protocol step left out) and
@@ -83,8 +84,8 @@ wait_parallel() {
 nofailpoints() {
   local bin syms
   bin=$(mktemp -d)/bwkv
-  go build -o "$bin" ./cmd/bwkv || return 1
-  syms=$(go tool nm "$bin" | grep -i failpoint)
+  timeout "$step_timeout" go build -o "$bin" ./cmd/bwkv || return 1
+  syms=$(timeout "$step_timeout" go tool nm "$bin" | grep -i failpoint)
   rm -rf "$(dirname "$bin")"
   if [ -n "$syms" ]; then
     echo "default build of ./cmd/bwkv links failpoint symbols:"; echo "$syms" | head -20
@@ -103,6 +104,9 @@ fast() {
     go test -tags failpoints,invariants -count=1 -run '^TestFailpointMatrix$' .
   step kill9 env BWKV_CRASH_ROUNDS="${BWKV_CRASH_ROUNDS:-8}" \
     go test -tags invariants -count=1 -run '^(TestCrashKill9|TestRecoveryUndo|TestCrashDuringRecovery|TestStealUndo)$' .
+  # The allocation budgets skip under -race (the detector allocates), so
+  # the README's race run does not hold them: this plain build does.
+  step allocs go test -count=1 -run 'Alloc' ./...
   step powerloss go test -tags invariants -count=1 -short -run '^(TestPowerLoss|TestIOErrors|TestBadLog|TestINVC2|TestFilePowerLoss|TestFileWriteFaults)$' . ./wal ./manifest ./pool
   # The race run keeps few model seeds (the detector's cost); these run
   # without it, with the invariants' checks on.
@@ -168,12 +172,12 @@ chaos_step() {
 chaos() {
   parallel= # the cycle count is summed from each step's output
   local actions=${BWKV_FP_ACTIONS:-kill,error} hits=${BWKV_FP_HITS:-1,2,3,5,10,50}
-  local rounds=${BWKV_CHAOS_ROUNDS:-150} m
-  # The matrix: about two (action, hit count) columns a minute (the
-  # defaults' 12 took 6 minutes).
-  local cols=$(( $(tr ',' '\n' <<<"$actions" | wc -l) * $(tr ',' '\n' <<<"$hits" | wc -l) ))
+  local seeds=${BWKV_FP_SEEDS:-3} rounds=${BWKV_CHAOS_ROUNDS:-150} m
+  # The matrix: about two (action, hit count, seed) columns a minute (12
+  # columns took 6 minutes).
+  local cols=$(( $(tr ',' '\n' <<<"$actions" | wc -l) * $(tr ',' '\n' <<<"$hits" | wc -l) * seeds ))
   m=$(limit_minutes "$cols" 2)
-  chaos_step failpoints-matrix "$m" env BWKV_FP_ACTIONS="$actions" BWKV_FP_HITS="$hits" \
+  chaos_step failpoints-matrix "$m" env BWKV_FP_ACTIONS="$actions" BWKV_FP_HITS="$hits" BWKV_FP_SEEDS="$seeds" \
     go test -v -tags failpoints,invariants -count=1 -timeout "${m}m" -run '^TestFailpointMatrix$' .
   # About 45 rounds a minute, as in stress.
   m=$(limit_minutes "$rounds" 45)
