@@ -103,6 +103,14 @@ func TestOptionsValidateReportsEveryField(t *testing.T) {
 	if _, err := bwkv.Open(t.TempDir(), &bwkv.Options{PageSplitEntries: 2}); err == nil {
 		t.Fatal("Open accepted PageSplitEntries 2")
 	}
+	// A nil *Options is the defaults, as Open reads it.
+	var none *bwkv.Options
+	if d := none.EnsureDefaults(); d == nil || d.LockTimeout != time.Second || d.MaxUpdateRetries != 32 {
+		t.Fatalf("nil EnsureDefaults = %+v, want the defaults", d)
+	}
+	if err := none.Validate(); err != nil {
+		t.Fatalf("nil Validate: %v", err)
+	}
 }
 
 func TestLockedDirectory(t *testing.T) {

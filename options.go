@@ -260,7 +260,12 @@ func (o *Options) Clone() *Options {
 }
 
 // EnsureDefaults fills every zero field with its default and returns o.
+// On a nil *Options (which Open reads as all defaults) it returns new
+// Options holding the defaults.
 func (o *Options) EnsureDefaults() *Options {
+	if o == nil {
+		o = &Options{}
+	}
 	if o.CheckpointBytes == 0 {
 		o.CheckpointBytes = 64 << 20
 	}
@@ -322,8 +327,12 @@ func (o *Options) minSegment() int64 {
 	return 2*int64(o.MaxValueSize) + int64(o.MaxKeySize) + walRecordOverhead
 }
 
-// Validate reports every invalid field at once.
+// Validate reports every invalid field at once. A nil *Options is the
+// defaults.
 func (o *Options) Validate() error {
+	if o == nil { // nil means the defaults
+		return o.EnsureDefaults().Validate()
+	}
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("bwkv: options: "+format, a...)) }
 	if o.Durability != DurabilitySync && o.Durability != DurabilityRelaxed {
