@@ -2,7 +2,8 @@
 //
 // Internal to bwkv; no API stability promise.
 //
-// The database directory is always the first argument:
+// The database directory is the first argument, except for restore, which
+// reads the backup file given first into the new directory given last:
 //
 //	bwkv get DIR KEY                  [--format text|hex|json] [--hex]
 //	bwkv put DIR KEY VALUE            [--format text|hex|json] [--hex]

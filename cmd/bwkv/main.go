@@ -58,7 +58,8 @@ func rootCmd() *cobra.Command {
 		Use:   "bwkv",
 		Short: "Inspect, query, back up and restore bwkv databases",
 		Long: `bwkv is the command-line tool of the bwkv key-value engine.
-The database directory is always the first argument. Read-only commands
+The database directory is the first argument, except for restore, which
+reads the backup FILE given first into the new DIR given last. Read-only commands
 (get, scan, dump, check, stats, wal dump, manifest dump, frames, backup)
 open the database read-only: they write no byte and can run beside each
 other, but not beside a process that has the database open for writing.`,
