@@ -555,6 +555,10 @@ var modelOptionSets = []struct {
 		Compression: bwkv.CompressionS2}},
 	{"zstd-eager-gc", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 8 << 10,
 		DataFileBytes: 8 << 10, GCLiveRatio: 0.95, GCSpaceAmp: 1, Compression: bwkv.CompressionZstd}},
+	// Tiny log segments: the log rotates every few transactions, cuts
+	// recycle segments behind them, and each reopen replays across many.
+	{"tiny-wal", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 8 << 10,
+		MaxKeySize: 16, MaxValueSize: 256, WALSegmentBytes: 4 << 10}},
 	// Blob frames (a third of the values pass the threshold) read back
 	// through eviction, reused by consolidations and moved by GC copies.
 	{"blobs-eager-gc-tiny-cache", bwkv.Options{PageSplitEntries: 8, DeltaChainMax: 2, CheckpointBytes: 8 << 10, CacheBytes: 1,
