@@ -49,8 +49,9 @@ func (s *syncBuffer) String() string {
 // prod_test.sh chaos), hit count N (BWKV_FP_HITS, default "1"; a comma
 // list runs several) and workload seed (BWKV_FP_SEEDS, the number of
 // seeds, default 1; with more, each cell's name ends in its seed), a
-// child armed through GO_FAILPOINTS acts at the N-th hit: kill dies there, error makes the step fail with an injected I/O
-// error and the child is killed a little later. The parent reopens and
+// child armed through GO_FAILPOINTS acts at the N-th hit: kill dies
+// there, error makes the step fail with an injected I/O error and the
+// child is killed a little later. The parent reopens and
 // checks I1–I6 each time. Round 1 (unarmed, killed at a random time)
 // leaves a log with losers, so round 2's Open passes the recovery points
 // too. Needs -tags failpoints. It logs "crash-reopen cycles: N" for
