@@ -116,15 +116,6 @@ func memOpts(fs vfs.FS) *bwkv.Options {
 	return &bwkv.Options{FS: fs, PageSplitEntries: 4, DeltaChainMax: 2, WALSegmentBytes: 8 << 10, MaxValueSize: 1 << 10}
 }
 
-// sweepStride returns a power-loss or I/O-error sweep's stride: the
-// environment variable name's value if set, else def.
-func sweepStride(name string, def int64) int64 {
-	if v := envInt(name, 0); v > 0 {
-		return int64(v)
-	}
-	return def
-}
-
 // TestPowerLoss (layer 5) clones the file system at every k-th operation
 // of a workload of BWKV_POWER_COMMITS commits (default 80), for k in
 // steps of BWKV_POWER_STRIDE (default 1; 7 with -short, 3 under -race).
@@ -151,7 +142,7 @@ func TestPowerLoss(t *testing.T) {
 		// here); the run without it takes all.
 		stride = 3
 	}
-	stride = sweepStride("BWKV_POWER_STRIDE", stride)
+	stride = int64(envInt("BWKV_POWER_STRIDE", int(stride)))
 	checked := 0
 	for k := int64(1); k <= total; k += stride {
 		for _, keep := range []float64{0, 0.5, 1} {
@@ -230,7 +221,7 @@ func TestIOErrors(t *testing.T) {
 		stride = 5
 		deadline = time.Now().Add(time.Duration(envInt("BWKV_IOERR_SECS", 300)) * time.Second)
 	}
-	stride = sweepStride("BWKV_IOERR_STRIDE", stride)
+	stride = int64(envInt("BWKV_IOERR_STRIDE", int(stride)))
 	checked := 0
 	defer func() { t.Logf("%d failure points of %d operations checked, stride %d", checked, total, stride) }()
 	for i := int64(1); i <= total; i += stride {

@@ -196,13 +196,7 @@ func (db *DB) oneOp(key, value []byte, del bool) error {
 	if err := db.checkOpen(); err != nil {
 		return err
 	}
-	if db.readOnly.Load() {
-		return db.errReadOnly()
-	}
-	if err := db.checkKey(key); err != nil {
-		return err
-	}
-	if err := db.checkValue(value); err != nil {
+	if err := db.checkWrite(key, value, del); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(db.opts.LockTimeout)
