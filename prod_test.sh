@@ -118,20 +118,22 @@ stress() {
   local seeds=${BWKV_MODEL_SEEDS:-2000} ops=${BWKV_MODEL_OPS:-5000} rounds=${BWKV_CRASH_ROUNDS:-400}
   local bank=${BWKV_BANK_MS:-30000} smo=${BWKV_SMO_MS:-30000} invc2=${BWKV_INVC2_SEEDS:-100}
   local csecs=${BWKV_CLUSTER_SECONDS:-300} crounds=${BWKV_CLUSTER_CRASH_ROUNDS:-30} m
-  # About 150k model operations a minute over the 8 option sets (the
-  # defaults took 76 minutes).
-  m=$(limit_minutes $((seeds * ops)) 150000)
+  # About 87k model operations a minute over the 9 option sets with the
+  # reopen step (400 seeds of 5000 took 23 minutes; the defaults about
+  # 115).
+  m=$(limit_minutes $((seeds * ops)) 87000)
   timed_step model "$m" env BWKV_MODEL_SEEDS="$seeds" BWKV_MODEL_OPS="$ops" \
     go test -tags invariants -count=1 -timeout "${m}m" -run '^TestModel$' .
   # The model under -race with more Ps than cores: the goroutine preempted
   # inside a few instructions (how CI-only model failures reproduce here).
-  # About 30 seeds a minute.
+  # About 7.5 seeds a minute (80 took 10.6 minutes in session 45, with
+  # the reopen step and the ninth option set).
   local pseeds=${BWKV_MODEL_PREEMPT_SEEDS:-80}
-  m=$(limit_minutes "$pseeds" 30)
+  m=$(limit_minutes "$pseeds" 7)
   timed_step model-preempt "$m" env GOMAXPROCS=8 BWKV_MODEL_SEEDS="$pseeds" \
     go test -race -count=1 -timeout "${m}m" -run '^TestModel$' .
-  # About 45 rounds a minute.
-  m=$(limit_minutes "$rounds" 45)
+  # About 30 rounds a minute (300 took 9.9 minutes in session 45).
+  m=$(limit_minutes "$rounds" 30)
   timed_step kill9-long "$m" env BWKV_CRASH_ROUNDS="$rounds" \
     go test -tags invariants -count=1 -timeout "${m}m" -run '^TestCrashKill9$' .
   m=$(limit_minutes $((bank + smo)) 60000)
@@ -179,8 +181,8 @@ chaos() {
   m=$(limit_minutes "$cols" 2)
   chaos_step failpoints-matrix "$m" env BWKV_FP_ACTIONS="$actions" BWKV_FP_HITS="$hits" BWKV_FP_SEEDS="$seeds" \
     go test -v -tags failpoints,invariants -count=1 -timeout "${m}m" -run '^TestFailpointMatrix$' .
-  # About 45 rounds a minute, as in stress.
-  m=$(limit_minutes "$rounds" 45)
+  # About 30 rounds a minute, as in stress.
+  m=$(limit_minutes "$rounds" 30)
   chaos_step kill9-chaos "$m" env BWKV_CRASH_ROUNDS="$rounds" \
     go test -v -tags invariants -count=1 -timeout "${m}m" -run '^TestCrashKill9$' .
   echo "chaos: $chaos_total crash-reopen cycles"
