@@ -126,17 +126,22 @@ func sizeTag(n int64) string {
 }
 
 // SuiteNames lists the names `kvbench matrix --suite` accepts.
-func SuiteNames() []string { return []string{"full"} }
+func SuiteNames() []string { return []string{"quick", "full"} }
 
 // Suite returns the cases of the named suite; an unknown name is an error
 // that lists the valid ones.
 func Suite(name string) ([]MatrixCase, error) {
 	switch name {
+	case "quick":
+		return fullSuite()[:1], nil
 	case "full":
 		return fullSuite(), nil
 	}
 	return nil, fmt.Errorf("unknown suite %q (valid: %s)", name, strings.Join(SuiteNames(), ", "))
 }
+
+// The quick suite is the full one's first case: the standard matrix
+// (W1-W6 and W2y, P2, threads 1 and 2, 200k keys), relaxed.
 
 // fullSuite is the perf issue's case list (bench/README.md, "kvbench
 // matrix --suite full"): the standard matrix relaxed and durable, durable

@@ -139,8 +139,36 @@ func TestSuiteFullPlan(t *testing.T) {
 	if len(engines) != nCases {
 		t.Errorf("%d distinct cases in the plan, want %d", len(engines), nCases)
 	}
-	if _, err := Suite("nope"); err == nil || !strings.Contains(err.Error(), "full") {
+	if _, err := Suite("nope"); err == nil || !strings.Contains(err.Error(), "full") || !strings.Contains(err.Error(), "quick") {
 		t.Errorf("unknown suite: %v", err)
+	}
+}
+
+// TestSuiteQuickPlan: --suite quick is the standard matrix, relaxed: the
+// seven workloads at threads 1 and 2, P2, 200k keys, the cache budget
+// --cache-bytes gives.
+func TestSuiteQuickPlan(t *testing.T) {
+	cases, err := Suite("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOptions()
+	o.Repeats, o.Cases, o.CacheBytes = 2, cases, 64<<20
+	want := map[string]bool{}
+	for _, th := range []int{1, 2} {
+		for _, w := range []string{"W1", "W2", "W2y", "W3", "W4", "W5", "W6"} {
+			want[caseID(MatrixRun{Workload: w, Threads: th, Profile: Profile{32, 1024}, Durability: "relaxed",
+				PrefillKeys: 200000, CacheBytes: 64 << 20, ValueThreshold: 8192})] = true
+		}
+	}
+	plan := o.Plan()
+	if len(plan) != len(want)*4*2 {
+		t.Fatalf("plan has %d runs, want %d cases x 4 engines x 2 repeats", len(plan), len(want))
+	}
+	for _, m := range plan {
+		if !want[caseID(m)] {
+			t.Errorf("unexpected case %s", caseID(m))
+		}
 	}
 }
 
