@@ -132,16 +132,13 @@ func SuiteNames() []string { return []string{"quick", "full"} }
 // that lists the valid ones.
 func Suite(name string) ([]MatrixCase, error) {
 	switch name {
-	case "quick":
+	case "quick": // the standard matrix, relaxed: full's first case
 		return fullSuite()[:1], nil
 	case "full":
 		return fullSuite(), nil
 	}
 	return nil, fmt.Errorf("unknown suite %q (valid: %s)", name, strings.Join(SuiteNames(), ", "))
 }
-
-// The quick suite is the full one's first case: the standard matrix
-// (W1-W6 and W2y, P2, threads 1 and 2, 200k keys), relaxed.
 
 // fullSuite is the perf issue's case list (bench/README.md, "kvbench
 // matrix --suite full"): the standard matrix relaxed and durable, durable

@@ -14,7 +14,7 @@ import (
 // keys drawn from them, every txid below low.
 func w4Leaf(n, m int) (*Page, uint64) {
 	key := func(j int) []byte {
-		k := fmt.Appendf(nil, "s07b_%010x", 0x47b+j<<10)
+		k := fmt.Appendf(nil, "s47b_%010x", 0x47b+j<<10)
 		return append(k, bytes.Repeat([]byte{'x'}, 32-len(k))...)
 	}
 	val := bytes.Repeat([]byte{'v'}, 1024)
