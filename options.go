@@ -125,8 +125,9 @@ type Options struct {
 	// CacheBytes is the memory budget for clean leaf pages; default 256
 	// MiB. Past it, clean leaves are evicted (see the package Caveats).
 	// Outside it: dirty pages (bounded by CheckpointBytes backpressure),
-	// the log's append buffers (at most 2 x 16 MiB, while the log's file
-	// lags behind the writes) and inner pages, which stay resident
+	// the log's append buffers (at most 2 x 16 MiB while the log's file
+	// lags behind the writes, plus 64 KiB and the records of writers
+	// racing to that limit) and inner pages, which stay resident
 	// (Stats.Cache.InnerBytes). Inner pages
 	// hold one separator per page below them: about (separator key bytes
 	// + 40) per leaf at the default PageSplitEntries (measured: 51 bytes

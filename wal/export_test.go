@@ -22,3 +22,14 @@ func HoldWrites(w *Writer) (release func()) {
 	w.writeMu.Lock()
 	return w.writeMu.Unlock
 }
+
+// OverLimitSlack is the room an append buffer grown past the hard limit
+// gets (overLimitSlack).
+const OverLimitSlack = overLimitSlack
+
+// BufferCapacity returns the append buffer's capacity.
+func BufferCapacity(w *Writer) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return cap(w.buf)
+}

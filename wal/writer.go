@@ -51,11 +51,37 @@ const (
 // page locks, 14% of the writers' time; at 16 MiB they did not (4
 // alternated pairs: p99 -48%, ops +6%; 1 KiB values unchanged). The
 // append buffer and its spare are each bounded by it (plus one record):
-// at most 32 MiB of memory outside the cache budget.
+// at most 32 MiB of memory outside the cache budget, plus the records of
+// appenders that raced to the limit (growAppendBuffer).
 const (
 	softFlushBytes = 256 << 10
 	hardFlushBytes = 16 << 20
 )
+
+// overLimitSlack is the room an append buffer gains when an appender
+// grows it past hardFlushBytes. Every appender past the limit then
+// writes the buffer out itself; the room saves a copy of the whole
+// buffer for each further appender that raced to the limit.
+const overLimitSlack = 64 << 10
+
+// growAppendBuffer returns buf with room for need bytes. It doubles the
+// capacity, up to hardFlushBytes, instead of leaving the growth to
+// append: append grows a large slice by a quarter, so a record crossing
+// the limit could leave a buffer of 20 MiB, and both the buffer and its
+// spare keep their capacity. Past the limit the buffer gets the bytes
+// needed and overLimitSlack.
+func growAppendBuffer(buf []byte, need int) []byte {
+	c := min(2*cap(buf), hardFlushBytes)
+	if c < need {
+		c = need
+		if need > hardFlushBytes {
+			c += overLimitSlack
+		}
+	}
+	nb := make([]byte, len(buf), c)
+	copy(nb, buf)
+	return nb
+}
 
 // Options configures a Writer. The zero value of a field selects its
 // default.
@@ -371,6 +397,9 @@ func (w *Writer) Append(r *Record) (lsn LSN, err error) {
 	if w.segLen+int64(size) > w.segBytes && w.segLen > 0 {
 		w.bounds = append(w.bounds, bound{lsn: lsn, records: w.records})
 		w.segLen = 0
+	}
+	if need := len(w.buf) + size; need > cap(w.buf) {
+		w.buf = growAppendBuffer(w.buf, need)
 	}
 	w.buf = appendEncode(w.buf, r, size, seedAt(lsn, w.bind))
 	w.segLen += int64(size)

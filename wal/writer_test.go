@@ -557,7 +557,7 @@ func TestAppendBufferBounded(t *testing.T) {
 		}
 	}
 	time.Sleep(50 * time.Millisecond) // time to go past the limit, if it could
-	p := wal.Pending(w)
+	p, c := wal.Pending(w), wal.BufferCapacity(w)
 	select {
 	case err := <-done:
 		release()
@@ -567,6 +567,11 @@ func TestAppendBufferBounded(t *testing.T) {
 	release()
 	if p > wal.HardFlushBytes+recBytes+1024 {
 		t.Fatalf("%d bytes pending while the file was held; want at most the hard limit %d plus one record", p, wal.HardFlushBytes)
+	}
+	// The buffer's capacity, not only its length, is what the process
+	// holds: growth by append's quarter steps once left up to 20 MiB.
+	if c > p+wal.OverLimitSlack {
+		t.Fatalf("append buffer capacity %d with %d bytes pending; want at most the pending bytes plus %d", c, p, wal.OverLimitSlack)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
