@@ -572,3 +572,92 @@ func testCorruptFrame(t *testing.T, codec bwkv.Compression) {
 		t.Fatalf("%d bad and %d good reads: want only the corrupt page's reads to fail", bad, good)
 	}
 }
+
+// TestCheckpointPreallocatesDataFiles: a checkpoint reserves its data
+// file's size before its first write (pool.FileWriter.Reserve), at least
+// the size the file ends with. On ext4 a write that grows a file waits
+// while the journal commits; a write into reserved blocks does not
+// (docs/crash-safety.md, publishing step 3).
+func TestCheckpointPreallocatesDataFiles(t *testing.T) {
+	afs := &allocFS{FS: vfs.NewMem(), first: map[string]int64{}}
+	db, err := bwkv.Open("db", &bwkv.Options{FS: afs, Durability: bwkv.DurabilityRelaxed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 2000 {
+		if err := db.Put(fmt.Appendf(nil, "k%05d", i), make([]byte, 1024)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	afs.mu.Lock()
+	defer afs.mu.Unlock()
+	files := 0
+	for name, reserved := range afs.first {
+		if !strings.HasSuffix(name, ".data") {
+			continue
+		}
+		files++
+		fi, err := afs.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case reserved < 0:
+			t.Errorf("%s: written before any preallocation", name)
+		case reserved < fi.Size():
+			t.Errorf("%s: %d bytes reserved, the file ends with %d", name, reserved, fi.Size())
+		}
+	}
+	if files == 0 {
+		t.Fatal("the checkpoint wrote no data file")
+	}
+}
+
+// allocFS records, for each file created, the size of its first
+// preallocation if that came before its first write, else -1.
+type allocFS struct {
+	vfs.FS
+	mu    sync.Mutex
+	first map[string]int64
+}
+
+func (fs *allocFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return &allocFile{File: f, fs: fs, name: name}, nil
+}
+
+type allocFile struct {
+	vfs.File
+	fs   *allocFS
+	name string
+}
+
+func (f *allocFile) note(size int64) {
+	f.fs.mu.Lock()
+	if _, ok := f.fs.first[f.name]; !ok {
+		f.fs.first[f.name] = size
+	}
+	f.fs.mu.Unlock()
+}
+
+func (f *allocFile) WriteAt(p []byte, off int64) (int, error) {
+	f.note(-1)
+	return f.File.WriteAt(p, off)
+}
+
+func (f *allocFile) Write(p []byte) (int, error) {
+	f.note(-1)
+	return f.File.Write(p)
+}
+
+func (f *allocFile) Allocate(size int64) error {
+	f.note(size)
+	return vfs.Preallocate(f.File, size)
+}

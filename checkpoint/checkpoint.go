@@ -456,6 +456,13 @@ func writeFrames(e *Env, id manifest.FileID, frames []*delta.Frame) (pool.FileIn
 	if err := failpoints.Hit(failpoints.CheckpointDataWrite); err != nil {
 		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: write %s: %w", name, err)
 	}
+	var frameBytes int64
+	for _, fr := range frames {
+		frameBytes += int64(fr.Size())
+	}
+	if err := w.Reserve(frameBytes, len(frames)); err != nil {
+		return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: write %s: %w", name, err)
+	}
 	for _, fr := range frames {
 		if err := w.Add(fr); err != nil {
 			return pool.FileInfo{}, nil, fmt.Errorf("checkpoint: write %s: %w", name, err)

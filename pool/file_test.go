@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/bwkv/bwkv/delta"
@@ -399,4 +400,152 @@ func TestFileVersion1(t *testing.T) {
 	if pf, ok := r.PageFrames(); ok {
 		t.Fatalf("PageFrames of a version 1 file = %v, true", pf)
 	}
+}
+
+// TestFileWriterReserve: Reserve preallocates the frames' plain bytes,
+// their table entries and the footer, and Finish cuts the file back to
+// what it wrote, so the footer ends the file whatever the estimate (exact,
+// over, under, or compressed frames that came out smaller).
+func TestFileWriterReserve(t *testing.T) {
+	frames := append(testFrames(1, 200), compressibleFrames()...)
+	for i := 200; i < len(frames); i++ {
+		frames[i].Addr = 1000 + uint64(i) // above testFrames' addresses, ascending
+		frames[i].Link = frames[i-1].Addr
+	}
+	var plain int64
+	for _, fr := range frames {
+		plain += int64(fr.Size())
+	}
+	cases := []struct {
+		name       string
+		frameBytes int64
+		codec      delta.Codec
+	}{
+		{"exact", plain, delta.CodecNone},
+		{"over", plain + 100<<10, delta.CodecNone},
+		{"under", plain / 2, delta.CodecNone},
+		{"compressed", plain, delta.CodecS2},
+	}
+	for _, fsName := range []string{"mem", "os"} {
+		for _, c := range cases {
+			t.Run(fsName+"/"+c.name, func(t *testing.T) {
+				fs, dir := vfs.FS(vfs.NewMem()), "/db"
+				if fsName == "os" {
+					fs, dir = vfs.Default(), t.TempDir()
+				}
+				if err := fs.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				name := filepath.Join(dir, "000001.data")
+				f, err := fs.Create(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				w := pool.NewFileWriter(f)
+				if c.codec != delta.CodecNone {
+					cp, err := delta.NewCompressor(c.codec, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w.Compress(cp)
+				}
+				if err := w.Reserve(c.frameBytes, len(frames)); err != nil {
+					t.Fatal(err)
+				}
+				reserved := c.frameBytes + int64(len(frames))*entrySize + footerSize
+				if size, err := f.Size(); err != nil || size != reserved {
+					t.Fatalf("after Reserve the file has %d bytes (%v), want %d", size, err, reserved)
+				}
+				for _, fr := range frames {
+					if err := w.Add(fr); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.Reserve(1, 1); err == nil {
+					t.Fatal("Reserve after Add accepted")
+				}
+				info, err := w.Finish()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				if size, err := f.Size(); err != nil || size != info.Size {
+					t.Fatalf("file has %d bytes (%v), Finish wrote %d", size, err, info.Size)
+				}
+				if c.codec != delta.CodecNone && info.FrameBytes >= plain {
+					t.Fatalf("compressed frames take %d bytes, plain %d: the case tests nothing", info.FrameBytes, plain)
+				}
+				r, err := openFile(t, fs, name)
+				if err != nil {
+					t.Fatalf("OpenFile: %v", err)
+				}
+				for _, want := range frames {
+					got, err := r.ReadFrame(want.Addr)
+					if err != nil {
+						t.Fatalf("ReadFrame(%d): %v", want.Addr, err)
+					}
+					if d := sameFrame(want, got); d != "" {
+						t.Fatalf("frame %d: %s", want.Addr, d)
+					}
+				}
+				if err := w.Reserve(1, 1); !errors.Is(err, pool.ErrFinished) {
+					t.Fatalf("Reserve after Finish: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestFileWriterReserveFails: a preallocation that fails (a full disk)
+// is not an error, even one that grew the file part of the way: Finish
+// still leaves the footer at the end of the file.
+func TestFileWriterReserveFails(t *testing.T) {
+	fs := vfs.NewMem()
+	inner, err := fs.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	f := &halfAllocFile{File: inner}
+	frames := testFrames(1, 100)
+	w := pool.NewFileWriter(f)
+	if err := w.Reserve(1<<20, len(frames)); err != nil {
+		t.Fatalf("Reserve with a failing preallocation: %v", err)
+	}
+	if !f.called {
+		t.Fatal("Reserve did not try to preallocate")
+	}
+	for _, fr := range frames {
+		if err := w.Add(fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size, err := inner.Size(); err != nil || size != info.Size {
+		t.Fatalf("file has %d bytes (%v), Finish wrote %d", size, err, info.Size)
+	}
+	if _, err := openFile(t, fs, "/f"); err != nil {
+		t.Fatalf("OpenFile: %v", err)
+	}
+}
+
+// halfAllocFile grows the file to half the size asked, then fails with
+// ENOSPC, as a preallocation on a nearly full disk may.
+type halfAllocFile struct {
+	vfs.File
+	called bool
+}
+
+func (f *halfAllocFile) Allocate(size int64) error {
+	f.called = true
+	if err := f.Truncate(size / 2); err != nil {
+		return err
+	}
+	return syscall.ENOSPC
 }

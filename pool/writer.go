@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"slices"
 
 	"github.com/bwkv/bwkv/delta"
@@ -26,6 +27,9 @@ type FileWriter struct {
 	err     error   // sticky: the first write error
 	done    bool    // Finish was called
 	comp    *delta.Compressor
+	// reserved is the size Reserve preallocated; Finish cuts the file
+	// back to what was written.
+	reserved int64
 }
 
 // NewFileWriter returns a writer that fills f, which must be empty, from
@@ -49,6 +53,42 @@ func (w *FileWriter) Stored(addr uint64) (int, bool) {
 		return 0, false
 	}
 	return int(w.table[i].len), true
+}
+
+// Reserve preallocates the file for frames taking frameBytes in all (the
+// sum of their plain encodings, delta.Frame.Size: an upper bound, since a
+// frame is stored compressed only when that is smaller), with their table
+// entries and the footer, on a file that can (vfs.Allocator); Finish then
+// cuts the file back to the bytes written. Call it before the first Add.
+//
+// Why: a write that grows a file also changes its size, which a
+// journaling file system (ext4) records in its journal, and such writes
+// were the slow ones. In a W4 run the checkpoint's 256 KiB writes took
+// 0.26 ms on average and 0.7-0.95 ms for seconds at a time; into a
+// preallocated file, 0.095 ms. Checkpoints took 15% less time and writers
+// stalled less for them (bench/results/s46-prealloc). The log
+// preallocates its segments for the same reason.
+// An estimate below the bytes written only leaves the rest to grow the
+// file as without it. A failed preallocation is not an error: the writes
+// report the disk's state. Reserve fails only when called late.
+func (w *FileWriter) Reserve(frameBytes int64, frames int) error {
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.done:
+		return fmt.Errorf("pool: reserve: %w", ErrFinished)
+	case w.written > 0 || len(w.buf) > 0:
+		return fmt.Errorf("pool: reserve after the first frame")
+	}
+	size := frameBytes + int64(frames)*tableEntrySize + footerSize
+	w.reserved = size
+	if err := vfs.Preallocate(w.f, size); err != nil {
+		// Only a speed-up: the frames may still fit (compressed, on a
+		// nearly full disk), so go on without it. The file may have
+		// grown part of the way; Finish cuts it back all the same.
+		w.reserved = math.MaxInt64
+	}
+	return nil
 }
 
 // Add appends fr to the file. Its address must be above every address
@@ -164,6 +204,12 @@ func (w *FileWriter) Finish() (FileInfo, error) {
 	w.buf = appendFooter(w.buf, ft)
 	if err := w.flush(); err != nil {
 		return FileInfo{}, err
+	}
+	if w.reserved > w.written {
+		if err := w.f.Truncate(w.written); err != nil {
+			w.err = fmt.Errorf("pool: cut reserved data file to %d bytes: %w", w.written, err)
+			return FileInfo{}, w.err
+		}
 	}
 	return FileInfo{
 		Frames:     len(w.table),
