@@ -33,3 +33,10 @@ func BufferCapacity(w *Writer) int {
 	defer w.mu.Unlock()
 	return cap(w.buf)
 }
+
+// SpareCapacity returns the spare append buffer's capacity.
+func SpareCapacity(w *Writer) int {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	return cap(w.spare)
+}

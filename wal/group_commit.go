@@ -157,6 +157,11 @@ func (w *Writer) flush(rotate bool) (deferred bool, err error) {
 
 	err = w.writeOut(data, bounds, start)
 	w.spare, w.spareBounds = data[:0], bounds[:0]
+	if cap(data) > hardFlushBytes+overLimitSlack {
+		// A record larger than the bound passed through (or appenders
+		// raced past it): do not keep its buffer.
+		w.spare = nil
+	}
 	if err != nil {
 		return false, err
 	}

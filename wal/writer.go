@@ -52,7 +52,9 @@ const (
 // alternated pairs: p99 -48%, ops +6%; 1 KiB values unchanged). The
 // append buffer and its spare are each bounded by it (plus one record):
 // at most 32 MiB of memory outside the cache budget, plus the records of
-// appenders that raced to the limit (growAppendBuffer).
+// appenders that raced to the limit (growAppendBuffer). A buffer that
+// grew past it (those racing appenders, or one record larger than the
+// limit) is dropped once written out, not kept as the spare (flush).
 const (
 	softFlushBytes = 256 << 10
 	hardFlushBytes = 16 << 20

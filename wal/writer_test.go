@@ -587,3 +587,34 @@ func TestAppendBufferBounded(t *testing.T) {
 		t.Fatalf("replayed %d records, want %d", len(got), n)
 	}
 }
+
+// TestAppendBufferDropsHugeRecord: a record larger than the hard limit
+// grows the append buffer past it for as long as it is pending; once it
+// is written out, neither the buffer nor its spare keeps that capacity,
+// so the bound on the log's memory holds again.
+func TestAppendBufferDropsHugeRecord(t *testing.T) {
+	o, _ := newLog(t, 128<<20)
+	w := openWriter(t, o, 0)
+	defer w.Close()
+	huge := wal.Record{Type: wal.Put, TxID: 1, Key: []byte("k"), Value: bytes.Repeat([]byte{3}, wal.HardFlushBytes+(1<<20))}
+	small := wal.Record{Type: wal.Put, TxID: 1, Key: []byte("k"), Value: []byte("v")}
+	bound := wal.HardFlushBytes + wal.OverLimitSlack
+	for _, r := range []*wal.Record{&small, &huge, &small, &small} {
+		if _, err := w.Append(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(w.Head()); err != nil { // writes the buffer out
+			t.Fatal(err)
+		}
+	}
+	if b, s := wal.BufferCapacity(w), wal.SpareCapacity(w); b > bound || s > bound {
+		t.Fatalf("after a %d-byte record was written out: buffer capacity %d, spare %d; want at most %d each", len(huge.Value), b, s, bound)
+	}
+	got, _, err := replayAll(t, o.FS, o.Dir, 0, w.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || !bytes.Equal(got[1].rec.Value, huge.Value) {
+		t.Fatalf("replayed %d records", len(got))
+	}
+}
