@@ -575,8 +575,8 @@ func testCorruptFrame(t *testing.T, codec bwkv.Compression) {
 
 // TestCheckpointPreallocatesDataFiles: a checkpoint reserves its data
 // file's size before its first write (pool.FileWriter.Reserve), at least
-// the size the file ends with. On ext4 a write that grows a file waits
-// while the journal commits; a write into reserved blocks does not
+// the size the file ends with: writes into reserved blocks change no file
+// size, and on ext4 the writes that grew the file were the slow ones
 // (docs/crash-safety.md, publishing step 3).
 func TestCheckpointPreallocatesDataFiles(t *testing.T) {
 	afs := &allocFS{FS: vfs.NewMem(), first: map[string]int64{}}

@@ -65,9 +65,10 @@ func (w *FileWriter) Stored(addr uint64) (int, bool) {
 // journaling file system (ext4) records in its journal, and such writes
 // were the slow ones. In a W4 run the checkpoint's 256 KiB writes took
 // 0.26 ms on average and 0.7-0.95 ms for seconds at a time; into a
-// preallocated file, 0.095 ms. Checkpoints took 15% less time and writers
-// stalled less for them (bench/results/s46-prealloc). The log
+// preallocated file, 0.095 ms. Each checkpoint took 15% less time and
+// writers stalled less for them (bench/results/s46-prealloc). The log
 // preallocates its segments for the same reason.
+//
 // An estimate below the bytes written only leaves the rest to grow the
 // file as without it. A failed preallocation is not an error: the writes
 // report the disk's state. Reserve fails only when called late.
