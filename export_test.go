@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -282,6 +283,32 @@ func (db *DB) LedgerChain(pid uint64) []uint64 {
 	return out
 }
 
+// LedgerChainsAgree compares each chain the GC's ledger holds at its
+// page's durable head with the chain read from disk (addresses, sizes and
+// blob references). It returns how many such chains it compared and the
+// first that differs.
+func (db *DB) LedgerChainsAgree() (int, error) {
+	n := 0
+	for pid := pagetable.PID(1); pid < db.pt.Next(); pid++ {
+		held, ok := db.gc.ledger.Stored(uint64(pid))
+		head, durable := db.man.Page(uint64(pid))
+		if !ok || !durable || held.Head() != head {
+			continue
+		}
+		disk, err := db.readChain(pid, head, nil)
+		if err != nil {
+			return n, err
+		}
+		if !slices.EqualFunc(held, disk, func(a, b gc.Extent) bool {
+			return a.Addr == b.Addr && a.Size == b.Size && slices.Equal(a.Blobs, b.Blobs)
+		}) {
+			return n, fmt.Errorf("page %d: ledger chain %v, disk chain %v", pid, held, disk)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // CacheHardBase is the cache's hard limit for a CacheBytes budget, without
 // the unpublished frames (cache.HardBase).
 func CacheHardBase(cacheBytes int64) int64 { return cache.HardBase(cacheBytes) }
@@ -426,3 +453,7 @@ func (db *DB) SetTestCheckListingHook(f func()) {
 	}
 	db.hooks.checkListing.Store(&f)
 }
+
+// LedgerWalks returns how many page chains the GC's ledger has read from
+// disk because it did not hold them (gc.Ledger.Walks).
+func (db *DB) LedgerWalks() uint64 { return db.gc.ledger.Walks() }

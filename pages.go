@@ -179,7 +179,7 @@ func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.D
 		peekBufs.Put(bp)
 	}()
 	if chain != nil && chain.Indexed() {
-		pk, err := db.peekChain(pid, chain.Rest, key, bp, chain.Frames, false)
+		pk, _, err := db.peekChain(pid, chain.Rest, key, bp, chain.Frames, false)
 		if err == nil || db.hooks.peekNoReread.Load() {
 			return pk, err
 		}
@@ -187,8 +187,16 @@ func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.D
 	}
 	for attempt := 0; ; attempt++ {
 		epoch := db.gcEpoch()
-		pk, err := db.peekChain(pid, addr, key, bp, nil, true)
-		if err == nil || attempt >= readRetries || !db.gcMoved(epoch) {
+		pk, chain, err := db.peekChain(pid, addr, key, bp, nil, true)
+		if err == nil {
+			// The peek read the whole durable chain, as a load does, and
+			// the page stays in memory as a stub (or is there already):
+			// the GC's accounting keeps the chain, so the page's next
+			// checkpoint does not read it again (gc.Ledger.Chain).
+			db.gcLoaded(pid, chain, epoch)
+			return pk, nil
+		}
+		if attempt >= readRetries || !db.gcMoved(epoch) {
 			return pk, err
 		}
 	}
@@ -197,11 +205,20 @@ func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.D
 // peekChain is one attempt of peekPage: first the frames of index whose
 // hash is key's (newest first; one that is a base ends the read: a GC
 // rewrite consolidated the chain there), then the chain from head to its
-// base. With build, the result indexes the frames it read from head.
-func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, index []node.ChainFrame, build bool) (tree.Peek, error) {
+// base. With build, the result indexes the frames it read from head, and
+// chain is the page's durable chain as readChain returns it.
+func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, index []node.ChainFrame, build bool) (_ tree.Peek, chain gc.Chain, _ error) {
 	var bd delta.Builder
 	var pk tree.Peek
 	var blobErr error
+	// ref records a frame's blob references in its extent (build only).
+	var ref delta.RefFunc
+	if build {
+		ref = func(k []byte, txid uint64, seq uint32, r delta.BlobRef) {
+			e := &chain[len(chain)-1]
+			e.Blobs = append(e.Blobs, gc.Blob{Addr: r.Addr, Size: uint32(r.FrameBytes()), Len: r.Len, CRC: r.CRC, ID: gc.VersionID(k, txid, seq)})
+		}
+	}
 	visit := func(v delta.Version) {
 		if v.Flags&delta.Blob != 0 && blobErr == nil {
 			var val []byte
@@ -225,7 +242,10 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, 
 		if h.PID != uint64(pid) {
 			return h, f, name, base.CorruptionErrorf(name, int64(a), "frame %d belongs to page %d, not %d", a, h.PID, pid)
 		}
-		_, f, err = delta.PeekFrame(raw, key, visit)
+		if build {
+			chain = append(chain, gc.Extent{Addr: a, Size: uint32(len(raw))})
+		}
+		_, f, err = delta.PeekFrameRefs(raw, key, visit, ref)
 		if err != nil {
 			var ce *base.CorruptionError
 			if errors.As(err, &ce) {
@@ -248,31 +268,31 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, 
 			}
 			h, f, _, err := frame(c.Addr)
 			if err != nil {
-				return pk, err
+				return pk, nil, err
 			}
 			if h.Kind == delta.KindBase {
 				pk.Disk = bd.Finish(f.Low, f.High, f.Sibling, 0)
-				return pk, nil
+				return pk, nil, nil
 			}
 		}
 	}
 	for a := head; ; {
 		h, f, name, err := frame(a)
 		if err != nil {
-			return pk, err
+			return pk, nil, err
 		}
 		if h.Kind == delta.KindBase {
 			pk.Disk = bd.Finish(f.Low, f.High, f.Sibling, 0)
 			if build {
 				pk.Chain.Rest = a
 			}
-			return pk, nil
+			return pk, chain, nil
 		}
 		if build {
 			pk.Chain.Frames = append(pk.Chain.Frames, node.ChainFrame{Addr: a, Hash: node.ChainHash(f.Key)})
 		}
 		if h.Link == 0 || h.Link >= a {
-			return pk, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, h.Link)
+			return pk, nil, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, h.Link)
 		}
 		a = h.Link
 	}

@@ -39,6 +39,20 @@ type Fences struct {
 // base, it also returns the page's fences (f); for a delta, its key
 // (f.Key).
 func PeekFrame(b, key []byte, visit func(Version)) (h FrameHeader, f Fences, err error) {
+	return PeekFrameRefs(b, key, visit, nil)
+}
+
+// RefFunc receives a blob reference PeekFrameRefs finds: the version's key
+// and identity and the reference. key aliases the frame's bytes (or a
+// decompression buffer): it is valid only during the call.
+type RefFunc func(key []byte, txid uint64, seq uint32, r BlobRef)
+
+// PeekFrameRefs is PeekFrame that also calls ref, if not nil, on every
+// entry of the frame that references a blob, key's or not, in key order:
+// what a page's durable chain must record of the frame (the GC's
+// accounting). With ref the walk goes on past key's entries to the end of
+// the frame, reading only entry headers.
+func PeekFrameRefs(b, key []byte, visit func(Version), ref RefFunc) (h FrameHeader, f Fences, err error) {
 	h, err = ParseFrameHeader(b)
 	if err != nil {
 		return h, f, err
@@ -68,9 +82,9 @@ func PeekFrame(b, key []byte, visit func(Version)) (h FrameHeader, f Fences, err
 				}
 			}
 		}
-		return h, f, peekEntries(p, 1, key, FrameHeaderSize, visit)
+		return h, f, peekEntries(p, 1, key, FrameHeaderSize, visit, ref)
 	case KindBase:
-		f, err = peekBase(p, b[fhFlags]&frameHasHigh != 0, key, visit)
+		f, err = peekBase(p, b[fhFlags]&frameHasHigh != 0, key, visit, ref)
 		return h, f, err
 	default:
 		return h, f, corrupt(fhKind, "a %s frame in a leaf's chain", h.Kind)
@@ -78,7 +92,7 @@ func PeekFrame(b, key []byte, visit func(Version)) (h FrameHeader, f Fences, err
 }
 
 // peekBase finds key's entries in a leaf base payload p.
-func peekBase(p []byte, hasHigh bool, key []byte, visit func(Version)) (Fences, error) {
+func peekBase(p []byte, hasHigh bool, key []byte, visit func(Version), ref RefFunc) (Fences, error) {
 	const at = FrameHeaderSize
 	if len(p) < basePayloadFixed {
 		return Fences{}, corrupt(at, "base payload of %d bytes is shorter than %d", len(p), basePayloadFixed)
@@ -103,14 +117,16 @@ func peekBase(p []byte, hasHigh bool, key []byte, visit func(Version)) (Fences, 
 	if hasHigh {
 		f.High = append([]byte{}, p[lo:fences]...)
 	}
-	return f, peekEntries(p[fences:], count, key, at+fences, visit)
+	return f, peekEntries(p[fences:], count, key, at+fences, visit, ref)
 }
 
 // peekEntries walks up to count slab-layout entries of s (at offset sAt in
 // the frame) in key order and visits key's, stopping at the first key
-// after it. A delta payload is a slab of one entry.
-func peekEntries(s []byte, count uint32, key []byte, sAt int, visit func(Version)) error {
+// after it; with ref, it walks every entry and passes ref the blob
+// references. A delta payload is a slab of one entry.
+func peekEntries(s []byte, count uint32, key []byte, sAt int, visit func(Version), ref RefFunc) error {
 	off := 0
+	past := false // a key after key's was seen (ref only)
 	for i := uint32(0); i < count; i++ {
 		if len(s)-off < entryHeader {
 			return corrupt(sAt+off, "entry %d: header overruns the payload", i)
@@ -129,9 +145,19 @@ func peekEntries(s []byte, count uint32, key []byte, sAt int, visit func(Version
 		}
 		ks := off + entryHeader
 		vs := ks + int(kl)
-		c := bytes.Compare(s[ks:vs], key)
+		if ref != nil && fl&Blob != 0 {
+			r, _ := ParseBlobRef(s[vs : vs+int(vl)]) // its length is checked above
+			ref(s[ks:vs:vs], binary.LittleEndian.Uint64(s[off+8:]), binary.LittleEndian.Uint32(s[off+16:]), r)
+		}
+		c := 1
+		if !past {
+			c = bytes.Compare(s[ks:vs], key)
+		}
 		if c > 0 {
-			return nil
+			if ref == nil {
+				return nil
+			}
+			past = true
 		}
 		if c == 0 {
 			visit(Version{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/bwkv/bwkv/delta"
@@ -129,5 +130,89 @@ func TestPeekFrameRejects(t *testing.T) {
 	bad[delta.FrameHeaderSize+25+3] = 0x7f // entry 0's key length, high byte
 	if _, _, err := delta.PeekFrame(reframe(bad), key, func(delta.Version) {}); !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("overrunning key length: %v, want a corruption error", err)
+	}
+}
+
+// TestPeekFrameRefs: with a ref callback, a peek reports every blob
+// reference of the frame, in entry order, whichever key it looks for (a
+// key before, at, between or after the referencing entries), as DecodeFrame
+// and BlobRefs find them, compressed or not; and it still visits exactly
+// key's versions.
+func TestPeekFrameRefs(t *testing.T) {
+	ref := func(addr uint64, n int) delta.BlobRef {
+		return delta.BlobRef{Addr: addr, Len: uint32(n), CRC: uint32(addr * 7)}
+	}
+	var bd delta.Builder
+	for i := range 12 {
+		vers := 1
+		if i == 5 {
+			vers = 3 // k05 has three versions
+		}
+		for v := range vers {
+			bd.Add(fmt.Appendf(nil, "k%02d", i), bytes.Repeat([]byte{'a' + byte(i)}, 100), uint64(90-v), uint32(v), 0)
+		}
+	}
+	b := bd.Finish([]byte("k"), []byte("l"), 3, 0)
+	var refs []delta.EntryRef
+	for i := range b.Len() {
+		if i%3 != 1 {
+			refs = append(refs, delta.EntryRef{Index: i, Ref: ref(1<<63|uint64(i), 100)})
+		}
+	}
+	frames := map[string]*delta.Frame{
+		"base":          {Addr: 50, PID: 9, Base: b, Refs: refs},
+		"base, no refs": {Addr: 51, PID: 9, Base: b},
+		"delta":         {Addr: 52, PID: 9, Link: 50, Delta: delta.New([]byte("k05"), bytes.Repeat([]byte{'x'}, 7000), 99, 1, 0), Refs: []delta.EntryRef{{Index: 0, Ref: ref(1<<63|99, 7000)}}},
+		"delta, no ref": {Addr: 53, PID: 9, Link: 50, Delta: delta.New([]byte("k05"), []byte("v"), 99, 1, 0)},
+	}
+	encoders := map[string]func(*delta.Frame) []byte{"plain": func(f *delta.Frame) []byte { return delta.AppendFrame(nil, f) }}
+	for _, c := range codecs {
+		cp := compressor(t, c)
+		encoders[c.String()] = func(f *delta.Frame) []byte { return cp.AppendFrame(nil, f) }
+	}
+	type seen struct {
+		key  string
+		txid uint64
+		seq  uint32
+		ref  delta.BlobRef
+	}
+	probes := [][]byte{[]byte("a"), []byte("k00"), []byte("k05"), []byte("k055"), []byte("k11"), []byte("z")}
+	for fname, f := range frames {
+		for ename, enc := range encoders {
+			raw := enc(f)
+			dec, err := delta.DecodeFrame(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []seen
+			for _, r := range dec.BlobRefs() {
+				e := dec.EntryAt(r.Index)
+				want = append(want, seen{string(e.Key), e.TxID, e.Seq, r.Ref})
+			}
+			if fname == "base" && len(want) != len(refs) || fname == "delta" && len(want) != 1 {
+				t.Fatalf("%s: the decoded frame has %d references", fname, len(want))
+			}
+			for _, key := range probes {
+				var got []seen
+				var vers []delta.Version
+				_, _, err := delta.PeekFrameRefs(raw, key, func(v delta.Version) {
+					v.Value = bytes.Clone(v.Value)
+					vers = append(vers, v)
+				}, func(k []byte, txid uint64, seq uint32, r delta.BlobRef) {
+					got = append(got, seen{string(k), txid, seq, r})
+				})
+				if err != nil {
+					t.Fatalf("%s, %s, %q: %v", fname, ename, key, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s, %s, %q: references %v, want %v", fname, ename, key, got, want)
+				}
+				if w := wantPeek(dec, key); !slices.EqualFunc(vers, w, func(a, b delta.Version) bool {
+					return a.TxID == b.TxID && a.Seq == b.Seq && a.Flags == b.Flags && bytes.Equal(a.Value, b.Value)
+				}) {
+					t.Fatalf("%s, %s, %q: versions %v, want %v", fname, ename, key, vers, w)
+				}
+			}
+		}
 	}
 }

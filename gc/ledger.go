@@ -133,8 +133,10 @@ type Change struct {
 //
 // The chains come from two places: the checkpointer, which knows what it
 // writes (Plan, Apply), and the page loader, which knows what it read
-// (Loaded). The engine calls Forget when it drops a page from memory, so
-// the Ledger holds chains of resident pages (full or stub) only. Memory:
+// (Loaded): a whole page's load, or a point read that left the page a stub
+// and read its whole chain (a peek). The engine calls Forget when it drops
+// a page from memory, so the Ledger holds chains of resident pages (full
+// or stub) only. Memory:
 // per resident page one map entry and its chain of 16-byte extents, at
 // most the durable chain's length (below 6x DeltaChainMax for a stub that
 // took blind inserts; a chain read only to check liveness is not kept).
@@ -164,6 +166,8 @@ type Ledger struct {
 	// unknown and mismatched total Plan's counts of the same names over
 	// the Ledger's life (Misses).
 	unknown, mismatched atomic.Uint64
+	// walks counts Chain's reads from disk (Walks).
+	walks atomic.Uint64
 }
 
 // NewLedger returns an empty Ledger that reads unknown chains with walk.
@@ -185,17 +189,26 @@ func (l *Ledger) Epoch() Epoch { return Epoch(l.epoch.Load()) }
 func (l *Ledger) Moved(e Epoch) bool { return e%2 == 1 || l.Epoch() != e }
 
 // Loaded records the chain the page loader read for pid, having sampled
-// e before the read (the hook from the root's loadPage). A chain read
-// across a consolidating rewrite is dropped (Moved): it may hold frames
-// the rewrite dropped, under the same head. O(1); c must not be modified
-// afterwards.
+// e before the read (the hooks from the root's loadPage and peekPage). A
+// chain read across a consolidating rewrite is dropped (Moved): it may
+// hold frames the rewrite dropped, under the same head. Nor does a chain
+// replace one with a newer head (a page's new frames take addresses above
+// all its durable ones): a read that a publish overtook, or a peek of a
+// stub that read only the part of the chain under the stub's written
+// deltas, would otherwise replace the current chain the publish stored.
+// O(1); c must not be modified afterwards.
 func (l *Ledger) Loaded(pid uint64, c Chain, e Epoch) {
 	if len(c) == 0 {
 		return
 	}
 	l.mu.RLock()
 	if !l.Moved(e) {
-		l.chains.Store(pid, c)
+		l.chains.Compute(pid, func(old Chain, loaded bool) (Chain, bool) {
+			if loaded && old.Head() > c.Head() {
+				return old, false
+			}
+			return c, false
+		})
 	}
 	l.mu.RUnlock()
 }
@@ -236,8 +249,13 @@ func (l *Ledger) Chain(pid, head uint64) (Chain, error) {
 	if c, ok := l.chains.Load(pid); ok && c.Head() == head {
 		return c, nil
 	}
+	l.walks.Add(1)
 	return l.walk(pid, head)
 }
+
+// Walks returns how many chains Chain has read from disk over the
+// Ledger's life: the lookups the Ledger could not answer.
+func (l *Ledger) Walks() uint64 { return l.walks.Load() }
 
 // verify checks the stored chain of pid, if its head is head, against the
 // chain read from disk (Env.Verify).

@@ -116,6 +116,34 @@ func TestPlanStaleChain(t *testing.T) {
 	}
 }
 
+// TestLoadedKeepsNewerChain: a chain read before a publish, or only the
+// part of a stub's chain under its written deltas, does not replace a
+// stored chain with a newer head; an equal or newer one does. Walks counts
+// the chains Chain had to read from disk.
+func TestLoadedKeepsNewerChain(t *testing.T) {
+	disk := map[uint64]Chain{160: {{160, 40, nil}, {60, 200, nil}}}
+	l := NewLedger(func(pid, head uint64) (Chain, error) { return disk[head], nil })
+	cur := Chain{{160, 40, nil}, {60, 200, nil}}
+	l.Loaded(7, cur, l.Epoch())
+	l.Loaded(7, Chain{{60, 200, nil}}, l.Epoch()) // a suffix: older head
+	if c, _ := l.Stored(7); c.Head() != 160 {
+		t.Fatalf("stored head %d after an older chain was loaded, want 160", c.Head())
+	}
+	if c, err := l.Chain(7, 160); err != nil || len(c) != 2 || l.Walks() != 0 {
+		t.Fatalf("Chain = %v, %v after %d walks; want the stored chain", c, err, l.Walks())
+	}
+	newer := Chain{{170, 30, nil}, {160, 40, nil}, {60, 200, nil}}
+	l.Loaded(7, newer, l.Epoch())
+	if c, _ := l.Stored(7); c.Head() != 170 {
+		t.Fatalf("stored head %d after a newer chain was loaded, want 170", c.Head())
+	}
+	// The manifest's head is 160 again only in a test: the stored chain
+	// does not match it, so Chain reads it.
+	if c, err := l.Chain(7, 160); err != nil || c.Head() != 160 || l.Walks() != 1 {
+		t.Fatalf("Chain = %v, %v after %d walks; want the disk's after one", c, err, l.Walks())
+	}
+}
+
 // TestPlanClampsLive: accounting never drives a file's live bytes below
 // zero (the manifest would reject the publish).
 func TestPlanClampsLive(t *testing.T) {
