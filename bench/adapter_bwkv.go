@@ -60,7 +60,7 @@ func openBwkv(cfg Config) (Engine, error) {
 	}
 	var report func()
 	if os.Getenv("KVBENCH_BWKV_STATS") != "" {
-		opts.EventListener, report = statsListener()
+		opts.EventListener, report = statsListener(os.Getenv("KVBENCH_BWKV_EVENTS") != "")
 	}
 	db, err := bwkv.Open(cfg.Dir, opts)
 	if err != nil {
@@ -198,8 +198,10 @@ func (e *bwkvEngine) Info() Info {
 
 // statsListener sums stall, checkpoint and GC time for a profile session
 // (KVBENCH_BWKV_STATS); report prints the sums to stderr (at Close, not in
-// the result).
-func statsListener() (_ *bwkv.EventListener, report func()) {
+// the result). With each (KVBENCH_BWKV_EVENTS as well), every checkpoint
+// and stall is printed to stderr as it ends, with the time of day:
+// "CKPT 15:04:05.000 DURATION BYTES FRAMES", "STALL 15:04:05.000 DURATION".
+func statsListener(each bool) (_ *bwkv.EventListener, report func()) {
 	var mu sync.Mutex
 	var stalls, ckpts, rounds eventTimes
 	report = func() {
@@ -213,9 +215,19 @@ func statsListener() (_ *bwkv.EventListener, report func()) {
 		mu.Unlock()
 	}
 	return &bwkv.EventListener{
-		StallEnd:      func(i bwkv.StallInfo) { add(&stalls, i.Duration) },
-		CheckpointEnd: func(i bwkv.CheckpointEndInfo) { add(&ckpts, i.Duration) },
-		GCRound:       func(i bwkv.GCRoundInfo) { add(&rounds, i.Duration) },
+		StallEnd: func(i bwkv.StallInfo) {
+			if each {
+				fmt.Fprintf(os.Stderr, "STALL %s %v\n", time.Now().Format("15:04:05.000"), i.Duration)
+			}
+			add(&stalls, i.Duration)
+		},
+		CheckpointEnd: func(i bwkv.CheckpointEndInfo) {
+			if each {
+				fmt.Fprintf(os.Stderr, "CKPT %s %v %d %d\n", time.Now().Format("15:04:05.000"), i.Duration, i.Bytes, i.Frames)
+			}
+			add(&ckpts, i.Duration)
+		},
+		GCRound: func(i bwkv.GCRoundInfo) { add(&rounds, i.Duration) },
 	}, report
 }
 
