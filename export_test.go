@@ -415,11 +415,41 @@ func PeekStub(db *DB, pid uint64, key []byte, unindexed bool) (val []byte, found
 	if unindexed || !chain.Indexed() {
 		chain = nil
 	}
-	pk, err := db.peekPage(pagetable.PID(pid), p.Base.Addr, key, chain)
+	pk, err := db.peekPage(pagetable.PID(pid), p.Base.Addr, key, chain, 0)
 	if err != nil || pk.Disk.Len() == 0 || pk.Disk.FlagsAt(0)&delta.Tombstone != 0 {
 		return nil, false, pk.Frames, err
 	}
 	return pk.Disk.ValueAt(0), true, pk.Frames, nil
+}
+
+// PeekStubVersions is PeekStub returning every version of key the peek
+// found, newest first (nil: a tombstone); with settle, the peek may end
+// at the first version below the database's lowest unretired txid.
+func PeekStubVersions(db *DB, pid uint64, key []byte, unindexed, settle bool) (vals [][]byte, frames int, err error) {
+	p := db.pt.Slot(pagetable.PID(pid)).Load()
+	if p == nil || p.Stub == nil {
+		return nil, 0, fmt.Errorf("page %d is not a stub", pid)
+	}
+	chain := &p.Stub.Chain
+	if unindexed || !chain.Indexed() {
+		chain = nil
+	}
+	var low uint64
+	if settle {
+		low = db.mv.Low()
+	}
+	pk, err := db.peekPage(pagetable.PID(pid), p.Base.Addr, key, chain, low)
+	if err != nil {
+		return nil, pk.Frames, err
+	}
+	for i := range pk.Disk.Len() {
+		var v []byte
+		if pk.Disk.FlagsAt(i)&delta.Tombstone == 0 {
+			v = pk.Disk.ValueAt(i)
+		}
+		vals = append(vals, v)
+	}
+	return vals, pk.Frames, nil
 }
 
 // StubIndexed reports how many delta frames page pid's stub indexes (-1:
@@ -457,3 +487,9 @@ func (db *DB) SetTestCheckListingHook(f func()) {
 // LedgerWalks returns how many page chains the GC's ledger has read from
 // disk because it did not hold them (gc.Ledger.Walks).
 func (db *DB) LedgerWalks() uint64 { return db.gc.ledger.Walks() }
+
+// TxnID returns tx's txid.
+func TxnID(tx *Txn) uint64 { return tx.st.ID }
+
+// LowestUnretired returns the lowest txid not yet retired (mvcc.Manager.Low).
+func LowestUnretired(db *DB) uint64 { return db.mv.Low() }

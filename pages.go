@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sync"
 
 	"github.com/bwkv/bwkv/delta"
@@ -170,7 +171,7 @@ func (db *DB) readFrame(a uint64) (*delta.Frame, string, error) {
 // fails (a GC rewrite consolidated the chain at a frame the index skipped
 // and the frames below are gone) is read again from addr unindexed. It
 // records nothing for the GC: the page stays on disk.
-func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.DiskChain) (tree.Peek, error) {
+func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.DiskChain, low uint64) (tree.Peek, error) {
 	bp := peekBufs.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) > maxPeekBuf {
@@ -179,7 +180,7 @@ func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.D
 		peekBufs.Put(bp)
 	}()
 	if chain != nil && chain.Indexed() {
-		pk, _, err := db.peekChain(pid, chain.Rest, key, bp, chain.Frames, false)
+		pk, _, err := db.peekChain(pid, chain.Rest, key, bp, chain.Frames, false, low)
 		if err == nil || db.hooks.peekNoReread.Load() {
 			return pk, err
 		}
@@ -187,7 +188,7 @@ func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.D
 	}
 	for attempt := 0; ; attempt++ {
 		epoch := db.gcEpoch()
-		pk, chain, err := db.peekChain(pid, addr, key, bp, nil, true)
+		pk, chain, err := db.peekChain(pid, addr, key, bp, nil, true, 0)
 		if err == nil {
 			// The peek read the whole durable chain, as a load does, and
 			// the page stays in memory as a stub (or is there already):
@@ -205,12 +206,25 @@ func (db *DB) peekPage(pid pagetable.PID, addr uint64, key []byte, chain *node.D
 // peekChain is one attempt of peekPage: first the frames of index whose
 // hash is key's (newest first; one that is a base ends the read: a GC
 // rewrite consolidated the chain there), then the chain from head to its
-// base. With build, the result indexes the frames it read from head, and
-// chain is the page's durable chain as readChain returns it.
-func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, index []node.ChainFrame, build bool) (_ tree.Peek, chain gc.Chain, _ error) {
+// base. With build (and no index), the result indexes the frames it read
+// from head, and chain is the page's durable chain as readChain returns
+// it. Without build and with low > 0, the read ends after the frame that holds
+// key's first version (newest first) that no CLR read before it masks and
+// whose txid is below low (tree.Env.Peek): the versions under it serve no
+// reader or writer. A delta frame holds one version, so a key updated
+// since its page's base was written is then read in one frame, not two;
+// the result has no fences.
+func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, index []node.ChainFrame, build bool, low uint64) (_ tree.Peek, chain gc.Chain, _ error) {
+	if build {
+		low = 0 // the whole chain is read: the stub needs its fences and index
+	}
 	var bd delta.Builder
 	var pk tree.Peek
 	var blobErr error
+	// settled: a version that ends the read was found (low); clrs are the
+	// txids of the CLRs of key read so far.
+	settled := false
+	var clrs []uint64
 	// ref records a frame's blob references in its extent (build only).
 	var ref delta.RefFunc
 	if build {
@@ -220,6 +234,13 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, 
 		}
 	}
 	visit := func(v delta.Version) {
+		switch {
+		case low == 0 || settled:
+		case v.Flags&delta.CLR != 0:
+			clrs = append(clrs, v.TxID)
+		case v.TxID < low && !slices.Contains(clrs, v.TxID):
+			settled = true
+		}
 		if v.Flags&delta.Blob != 0 && blobErr == nil {
 			var val []byte
 			if val, blobErr = db.peekBlob(pid, v.Value); blobErr == nil {
@@ -274,6 +295,10 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, 
 				pk.Disk = bd.Finish(f.Low, f.High, f.Sibling, 0)
 				return pk, nil, nil
 			}
+			if settled {
+				pk.Disk = bd.Finish(nil, nil, 0, 0)
+				return pk, nil, nil
+			}
 		}
 	}
 	for a := head; ; {
@@ -290,6 +315,10 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, 
 		}
 		if build {
 			pk.Chain.Frames = append(pk.Chain.Frames, node.ChainFrame{Addr: a, Hash: node.ChainHash(f.Key)})
+		}
+		if settled {
+			pk.Disk = bd.Finish(nil, nil, 0, 0)
+			return pk, nil, nil
 		}
 		if h.Link == 0 || h.Link >= a {
 			return pk, nil, base.CorruptionErrorf(name, int64(a), "delta frame %d links to %d", a, h.Link)

@@ -96,3 +96,131 @@ func TestPeekChainIndex(t *testing.T) {
 		t.Logf("%d of %d frames below the head gone; %d of %d peeks read again", gone, len(chain)-1, n, len(versions))
 	}
 }
+
+// TestPeekSettles: an indexed peek ends at the newest version of its key
+// that every reader sees and every writer's check stops at (a retired
+// txid, no CLR above it): one delta frame for a key updated since the
+// base, where the whole read takes the key's deltas and the base. A
+// snapshot open since before the newest version holds the read back to
+// the version the snapshot sees, and that version is in the result.
+func TestPeekSettles(t *testing.T) {
+	dir := t.TempDir()
+	db, versions, pid, _ := openChain(t, dir, 64<<20)
+	if bwkv.StubAll(db) == 0 {
+		t.Fatal("no leaf stubbed")
+	}
+	for k, vs := range versions {
+		got, frames, err := bwkv.PeekStubVersions(db, pid, []byte(k), false, true)
+		if err != nil || len(got) == 0 || string(got[0]) != vs[len(vs)-1] {
+			t.Fatalf("settled peek of %s = %d versions, %v; want the newest, %.30q", k, len(got), err, vs[len(vs)-1])
+		}
+		if frames != 1 {
+			t.Fatalf("settled peek of %s read %d frames; want its newest delta only", k, frames)
+		}
+		if all, _, _ := bwkv.PeekStubVersions(db, pid, []byte(k), false, false); len(all) != len(vs) {
+			t.Fatalf("whole peek of %s found %d versions; want %d", k, len(all), len(vs))
+		}
+	}
+
+	db.Close()
+
+	// The same chain with a snapshot taken before each key's last write:
+	// the peek reads on to the version the snapshot sees.
+	dir = t.TempDir()
+	paused, _ := chainOpts(bwkv.Options{}, false)
+	paused.CacheBytes = 64 << 20
+	db, err := bwkv.Open(dir, paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const keys, writes = 8, 30
+	var snap *bwkv.Snapshot
+	versions = writeChain(t, db, keys, writes, 0, func(i int, _ map[string][]string) {
+		if i == writes-keys-1 {
+			if snap, err = db.NewSnapshot(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	defer snap.Close()
+	pid, _ = leafChain(t, frameMap(t, dir))
+	// The writes' reads referenced the page: a first pass may only clear
+	// that.
+	for i := 0; i < 3 && bwkv.StubIndexed(db, pid) < 0; i++ {
+		bwkv.StubAll(db)
+	}
+	if bwkv.StubIndexed(db, pid) < 0 {
+		t.Fatalf("page %d not stubbed", pid)
+	}
+	for k, vs := range versions {
+		got, frames, err := bwkv.PeekStubVersions(db, pid, []byte(k), false, true)
+		last, seen := vs[len(vs)-1], vs[len(vs)-2]
+		if err != nil || len(got) != 2 || string(got[0]) != last || string(got[1]) != seen || frames != 2 {
+			t.Fatalf("settled peek of %s under a snapshot = %d versions, %v after %d frames; want %.30q and %.30q after 2",
+				k, len(got), err, frames, last, seen)
+		}
+	}
+	for k, vs := range versions {
+		if v, err := snap.Get([]byte(k)); err != nil || string(v) != vs[len(vs)-2] {
+			t.Fatalf("snapshot Get(%s) = %.30q, %v; want %.30q", k, v, err, vs[len(vs)-2])
+		}
+	}
+}
+
+// TestPeekSettlesNotUnderCLR: a rolled-back txn's version and its CLR,
+// each in its own delta frame under a stub. Once the txn is retired, the
+// version's txid is below the lowest unretired one, but the CLR read
+// before it masks it, so the peek reads on to the committed version under
+// it. The mutant that settles on a masked version stops there.
+func TestPeekSettlesNotUnderCLR(t *testing.T) {
+	dir := t.TempDir()
+	db, versions, pid, _ := openChain(t, dir, 64<<20)
+	const k = "key03"
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Put([]byte(k), []byte("rolled back")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil { // the version's frame
+		t.Fatal(err)
+	}
+	id := bwkv.TxnID(tx)
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil { // the CLR's frame
+		t.Fatal(err)
+	}
+	// Other txns commit until the rolled-back one is retired.
+	for i := 0; bwkv.LowestUnretired(db) <= id; i++ {
+		if i == 1000 {
+			t.Fatalf("txn %d not retired: lowest unretired %d", id, bwkv.LowestUnretired(db))
+		}
+		if err := db.Put([]byte("a000"), []byte("filler")); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Sync(); err != nil { // retirement waits for the log
+			t.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3 && bwkv.StubIndexed(db, pid) < 0; i++ {
+		bwkv.StubAll(db)
+	}
+	if bwkv.StubIndexed(db, pid) < 0 {
+		t.Fatalf("page %d not stubbed", pid)
+	}
+	vs := versions[k]
+	got, frames, err := bwkv.PeekStubVersions(db, pid, []byte(k), false, true)
+	if err != nil || len(got) != 3 || string(got[1]) != "rolled back" || string(got[2]) != vs[len(vs)-1] {
+		t.Fatalf("settled peek of %s = %d versions, %v after %d frames; want the CLR, the rolled-back version and %.30q", k, len(got), err, frames, vs[len(vs)-1])
+	}
+	if v, err := db.Get([]byte(k)); err != nil || string(v) != vs[len(vs)-1] {
+		t.Fatalf("Get(%s) = %.30q, %v; want %.30q", k, v, err, vs[len(vs)-1])
+	}
+}

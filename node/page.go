@@ -208,6 +208,19 @@ func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 	return nil, false
 }
 
+// ChainMasks reports whether p's chain holds a CLR of key: one that may
+// mask a version of key below the chain (tree's peek then reads key's
+// durable versions down to the base).
+func (p *Page) ChainMasks(key []byte) bool {
+	d, h := p.chainOf(key)
+	for ; d != nil; d = d.Next {
+		if d.Flags&delta.CLR != 0 && sameKey(d, key, h) {
+			return true
+		}
+	}
+	return false
+}
+
 // Version is one version of a key as seen by Versions.
 type Version struct {
 	TxID  uint64

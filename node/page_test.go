@@ -96,3 +96,27 @@ func TestNewState(t *testing.T) {
 		t.Fatalf("NewState makes %v allocations, Finish %v: the state should share the base's", state, finish)
 	}
 }
+
+// TestChainMasks: a page's chain masks key's versions below it only if it
+// holds a CLR of key; another key's CLR or key's plain versions do not.
+func TestChainMasks(t *testing.T) {
+	var bd delta.Builder
+	bd.Add([]byte("a"), []byte("base"), 1, 1, 0)
+	bd.Add([]byte("b"), []byte("base"), 1, 1, 0)
+	p := &Page{Base: bd.Finish(nil, nil, 0, 0)}
+	if p.ChainMasks([]byte("a")) {
+		t.Fatal("a page with no chain masks a")
+	}
+	p = p.Prepend(delta.New([]byte("a"), []byte("new"), 5, 1, 0))
+	p = p.Prepend(delta.New([]byte("b"), []byte("base"), 6, 2, delta.CLR))
+	if p.ChainMasks([]byte("a")) {
+		t.Fatal("a chain with a's plain version and b's CLR masks a")
+	}
+	if !p.ChainMasks([]byte("b")) {
+		t.Fatal("a chain with b's CLR does not mask b")
+	}
+	p = p.Prepend(delta.New([]byte("c"), nil, 7, 1, 0))
+	if !p.ChainMasks([]byte("b")) {
+		t.Fatal("b's CLR under a newer delta of c does not mask b")
+	}
+}

@@ -67,15 +67,20 @@ func (t *Tree) peekable(p *node.Page, key []byte) bool {
 
 // peek reads key's durable versions under stub p of pid. It returns nil
 // (and no error) if the read failed after the page moved on: the caller
-// finds the page again.
-func (t *Tree) peek(pid pagetable.PID, p *node.Page, key []byte) (*delta.Base, error) {
-	// A copy: key reaching a func value would make every caller's key
-	// escape, the point reads that never peek included.
+// finds the page again. low, if not 0, lets the read end at the first
+// version of key below it (Env.Peek), unless p's chain holds a CLR of key
+// that could mask that version.
+func (t *Tree) peek(pid pagetable.PID, p *node.Page, key []byte, low uint64) (*delta.Base, error) {
 	var chain *node.DiskChain
 	if p.Stub.Chain.Indexed() {
 		chain = &p.Stub.Chain
 	}
-	pk, err := t.env.Peek(pid, p.Base.Addr, bytes.Clone(key), chain)
+	if low != 0 && p.ChainMasks(key) {
+		low = 0
+	}
+	// A copy: key reaching a func value would make every caller's key
+	// escape, the point reads that never peek included.
+	pk, err := t.env.Peek(pid, p.Base.Addr, bytes.Clone(key), chain, low)
 	if err != nil {
 		if t.pt.Slot(pid).Load() != p {
 			return nil, nil
@@ -106,7 +111,7 @@ func (t *Tree) loadLeaf(pid pagetable.PID, key []byte, pk *Peeked) (*node.Page, 
 			return nil, nil
 		}
 		clock := t.missed.Load()
-		r, err := t.env.Peek(pid, addr, bytes.Clone(key), nil)
+		r, err := t.env.Peek(pid, addr, bytes.Clone(key), nil, 0)
 		if err != nil {
 			if slot.Load() != nil || slot.Disk.Load() != addr {
 				continue // the page moved on while we read: read it again

@@ -232,7 +232,7 @@ func (t *Tree) GetLeafPeeked(key []byte, vis node.Visibility, pk *Peeked) ([]byt
 			return v, ok, uint64(pid), nil
 		}
 		if p.Stub != nil && t.peekable(p, key) {
-			disk, err := t.peek(pid, p, key)
+			disk, err := t.peek(pid, p, key, vis.Low())
 			if err != nil {
 				return nil, false, 0, err
 			}

@@ -94,8 +94,12 @@ type Env struct {
 	// reading only the frames chain says may hold key (nil: every frame). A
 	// point read or write of a leaf not in memory that the cache does not
 	// admit (Admit) uses it instead of loading the page (nil: every such
-	// access loads it).
-	Peek func(pid pagetable.PID, addr uint64, key []byte, chain *node.DiskChain) (Peek, error)
+	// access loads it). With an index (chain) and low > 0, the read may
+	// end at the first version of key that no newer CLR on disk masks and
+	// whose txid is below low (retired: every reader sees it or a newer
+	// one, and a writer's check stops at it); the result then has no
+	// fences and serves key's lookups only.
+	Peek func(pid pagetable.PID, addr uint64, key []byte, chain *node.DiskChain, low uint64) (Peek, error)
 	// Admit decides at a point access's miss on leaf stub s (nil: a leaf
 	// with nothing in memory) whether the page is loaded and cached
 	// (true) or searched on disk and left there (false). Required with

@@ -86,7 +86,7 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 				// Read key's durable versions without the lock, then
 				// check the stub again.
 				slot.Mu.Unlock()
-				disk, err := t.peek(pid, p, key)
+				disk, err := t.peek(pid, p, key, 0)
 				if err != nil {
 					return nil, false, err
 				}
