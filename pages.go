@@ -110,7 +110,7 @@ func frameBlobs(fr *delta.Frame) []gc.Blob {
 	out := make([]gc.Blob, len(refs))
 	for i, r := range refs {
 		en := fr.EntryAt(r.Index)
-		out[i] = gc.Blob{Addr: r.Ref.Addr, Size: uint32(r.Ref.FrameBytes()), Len: r.Ref.Len, CRC: r.Ref.CRC, ID: gc.VersionID(en.Key, en.TxID, en.Seq)}
+		out[i] = gc.BlobOf(en.Key, en.TxID, en.Seq, r.Ref)
 	}
 	return out
 }
@@ -230,7 +230,7 @@ func (db *DB) peekChain(pid pagetable.PID, head uint64, key []byte, bp *[]byte, 
 	if build {
 		ref = func(k []byte, txid uint64, seq uint32, r delta.BlobRef) {
 			e := &chain[len(chain)-1]
-			e.Blobs = append(e.Blobs, gc.Blob{Addr: r.Addr, Size: uint32(r.FrameBytes()), Len: r.Len, CRC: r.CRC, ID: gc.VersionID(k, txid, seq)})
+			e.Blobs = append(e.Blobs, gc.BlobOf(k, txid, seq, r))
 		}
 	}
 	visit := func(v delta.Version) {

@@ -162,7 +162,7 @@ func blobsOf(fr *delta.Frame) []gc.Blob {
 	out := make([]gc.Blob, len(fr.Refs))
 	for i, r := range fr.Refs {
 		en := fr.EntryAt(r.Index)
-		out[i] = gc.Blob{Addr: r.Ref.Addr, Size: uint32(r.Ref.FrameBytes()), Len: r.Ref.Len, CRC: r.Ref.CRC, ID: gc.VersionID(en.Key, en.TxID, en.Seq)}
+		out[i] = gc.BlobOf(en.Key, en.TxID, en.Seq, r.Ref)
 	}
 	return out
 }

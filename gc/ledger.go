@@ -10,6 +10,7 @@ import (
 
 	"github.com/puzpuzpuz/xsync/v3"
 
+	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/failpoints"
 	"github.com/bwkv/bwkv/manifest"
 )
@@ -42,6 +43,12 @@ type Blob struct {
 func VersionID(key []byte, txid uint64, seq uint32) uint64 {
 	h := maphash.Bytes(versionSeed, key)
 	return h ^ (txid * 0x9E3779B97F4A7C15) ^ (uint64(seq) * 0xC2B2AE3D27D4EB4F)
+}
+
+// BlobOf returns the Blob of reference r, which the version (key, txid,
+// seq) holds: what a chain's extent records of it.
+func BlobOf(key []byte, txid uint64, seq uint32, r delta.BlobRef) Blob {
+	return Blob{Addr: r.Addr, Size: uint32(r.FrameBytes()), Len: r.Len, CRC: r.CRC, ID: VersionID(key, txid, seq)}
 }
 
 // versionSeed is fixed for the process: VersionIDs live in memory only.
