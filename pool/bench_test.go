@@ -65,27 +65,57 @@ func BenchmarkReadFrame128(b *testing.B) {
 	}
 }
 
-// BenchmarkLookup finds frames at random in a file of 200k small delta
-// frames (a data file's table as a checkpoint of scattered updates leaves
-// it): the search every frame read starts with.
+// BenchmarkLookup finds frames at random in 40 files of 30k small delta
+// frames each (the tables of a 2M-key store's checkpoints, 38 MiB in all:
+// more than the processor's cache holds): the search every frame read
+// starts with. The addresses are evenly spread (every other one), kept at
+// random (as a checkpoint keeps the frames not superseded before it), or
+// in two dense runs far apart.
 func BenchmarkLookup(b *testing.B) {
-	fs := vfs.NewMem()
-	const n = 200000
-	frames := make([]*delta.Frame, n)
-	for i := range frames {
-		a := uint64(2*i + 1)
-		frames[i] = &delta.Frame{Addr: a, PID: 7, LSN: a, Delta: delta.New([]byte("k"), nil, 1, 1, 0)}
+	const files, n = 40, 30000
+	spreads := []struct {
+		name string
+		next func(i int, prev, x uint64) uint64
+	}{
+		{"even", func(_ int, prev, _ uint64) uint64 { return prev + 2 }},
+		{"gaps", func(_ int, prev, x uint64) uint64 { return prev + 1 + x%4 }},
+		{"runs", func(i int, prev, _ uint64) uint64 {
+			if i == n/2 {
+				return prev + 1<<40
+			}
+			return prev + 1
+		}},
 	}
-	writeFile(b, fs, "/f", frames)
-	r, err := openFile(b, fs, "/f")
-	if err != nil {
-		b.Fatal(err)
-	}
-	x := uint64(1)
-	for b.Loop() {
-		x = x*6364136223846793005 + 1442695040888963407
-		if _, ok := r.Lookup(2*(x>>33%n) + 1); !ok {
-			b.Fatal("a frame of the file not found")
-		}
+	for _, s := range spreads {
+		b.Run(s.name, func(b *testing.B) {
+			fs := vfs.NewMem()
+			rs := make([]*pool.File, files)
+			addrs := make([][]uint64, files)
+			prev, x := uint64(0), uint64(1)
+			for f := range rs {
+				frames := make([]*delta.Frame, n)
+				addrs[f] = make([]uint64, n)
+				for i := range frames {
+					x = x*6364136223846793005 + 1442695040888963407
+					a := s.next(i, prev, x>>33)
+					addrs[f][i], prev = a, a
+					frames[i] = &delta.Frame{Addr: a, PID: 7, LSN: a, Delta: delta.New([]byte("k"), nil, 1, 1, 0)}
+				}
+				name := fmt.Sprintf("/f%d", f)
+				writeFile(b, fs, name, frames)
+				r, err := openFile(b, fs, name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rs[f] = r
+			}
+			for b.Loop() {
+				x = x*6364136223846793005 + 1442695040888963407
+				f := x >> 33 % files
+				if _, ok := rs[f].Lookup(addrs[f][x>>13%n]); !ok {
+					b.Fatal("a frame of the file not found")
+				}
+			}
+		})
 	}
 }
