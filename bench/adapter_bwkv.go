@@ -24,10 +24,19 @@ import (
 // worker's buffer. Settle is DB.Compact (checkpoint, every leaf's chain
 // consolidated, log rotated, GC until none has work), as Pebble's settle
 // flushes and compacts its whole key space. Everything else is the
-// engine's default.
+// engine's default. The engine "bwkv-put" updates by DB.Put instead (no
+// read first: update_mode=blind_set, the work of Pebble's blind Set), run
+// when asked for.
 
 func init() {
 	Register("bwkv", openBwkv)
+	Register("bwkv-put", func(cfg Config) (Engine, error) {
+		e, err := openBwkv(cfg)
+		if err == nil {
+			e.(*bwkvEngine).blind = true
+		}
+		return e, err
+	})
 	conflictErrs = append(conflictErrs, bwkv.ErrConflict)
 }
 
@@ -38,6 +47,7 @@ type bwkvEngine struct {
 	blob   int       // the blob threshold in effect (DB.Options)
 	report func()    // KVBENCH_BWKV_STATS: prints the event sums (nil: off)
 	bufs   sync.Pool // *[]byte scratch for the get of a read-modify-write
+	blind  bool      // updates are DB.Put (engine "bwkv-put")
 }
 
 func openBwkv(cfg Config) (Engine, error) {
@@ -103,6 +113,9 @@ func mapBwkvErr(err error) error {
 }
 
 func (e *bwkvEngine) Update(key, value []byte) error {
+	if e.blind {
+		return e.db.Put(key, value)
+	}
 	return e.db.Update(func(tx *bwkv.Txn) error {
 		bp := e.bufs.Get().(*[]byte)
 		var err error
@@ -191,7 +204,7 @@ func (e *bwkvEngine) Info() Info {
 	}
 	return Info{
 		Durability: d,
-		UpdateMode: "rmw_txn",
+		UpdateMode: map[bool]string{false: "rmw_txn", true: "blind_set"}[e.blind],
 		Settings:   fmt.Sprintf("Compression %v; CacheBytes = budget; blob frames for values >= %d (BlobThreshold)", e.comp, e.blob),
 	}
 }
