@@ -452,6 +452,10 @@ func PeekStubVersions(db *DB, pid uint64, key []byte, unindexed, settle bool) (v
 	return vals, pk.Frames, nil
 }
 
+// TreeMissedBytes returns the bytes the tree's loads and peeks have read
+// from disk (tree.Tree.MissedBytes).
+func TreeMissedBytes(db *DB) int64 { return db.tree.MissedBytes() }
+
 // StubIndexed reports how many delta frames page pid's stub indexes (-1:
 // not a stub or no index).
 func StubIndexed(db *DB, pid uint64) int {

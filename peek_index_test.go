@@ -224,3 +224,81 @@ func TestPeekSettlesNotUnderCLR(t *testing.T) {
 		t.Fatalf("Get(%s) = %.30q, %v; want %.30q", k, v, err, vs[len(vs)-1])
 	}
 }
+
+// TestBlindWriteSettles: a write that did not read its key first peeks at
+// the key's versions on disk itself, for its conflict check and its old
+// value, and that peek also ends at the newest version every reader sees:
+// each key's write reads its newest delta frame, not the key's older
+// frames and the base (the mutant that never settles a write's peek reads
+// them: several times the bytes). The old value is still right: a
+// rolled-back write restores it, and the writes survive a reopen.
+func TestBlindWriteSettles(t *testing.T) {
+	dir := t.TempDir()
+	db, versions, pid, _ := openChain(t, dir, 0)
+	stub := func() {
+		for i := 0; i < 3 && bwkv.StubIndexed(db, pid) < 0; i++ {
+			bwkv.StubAll(db)
+		}
+		if bwkv.StubIndexed(db, pid) < 0 {
+			t.Fatalf("page %d not stubbed", pid)
+		}
+	}
+	stub()
+	// One frame: the newest version's, whose value and header take about
+	// 100 bytes more than the value.
+	oneFrame := func(v string) int64 { return int64(len(v) + 128) }
+	for k, vs := range versions {
+		_, frames, err := bwkv.PeekStubVersions(db, pid, []byte(k), false, false)
+		if err != nil || frames < 3 {
+			t.Fatalf("whole peek of %s read %d frames, %v; want its %d deltas and the base", k, frames, err, len(vs))
+		}
+		before := bwkv.TreeMissedBytes(db)
+		if err := db.Put([]byte(k), []byte(k+" new")); err != nil {
+			t.Fatal(err)
+		}
+		if read := bwkv.TreeMissedBytes(db) - before; read == 0 || read > oneFrame(vs[len(vs)-1]) {
+			t.Fatalf("blind Put of %s read %d bytes from disk; want its newest delta frame (at most %d)", k, read, oneFrame(vs[len(vs)-1]))
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	stub()
+	for k, vs := range versions {
+		// A transaction's write, rolled back: its peek gave the old
+		// value the rollback restores. The blind write's version is
+		// durable but stays in the stub's chain in memory, so the peek
+		// under it reads the same frame as before.
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := bwkv.TreeMissedBytes(db)
+		if err := tx.Put([]byte(k), []byte("rolled back")); err != nil {
+			t.Fatal(err)
+		}
+		if read := bwkv.TreeMissedBytes(db) - before; read == 0 || read > oneFrame(vs[len(vs)-1]) {
+			t.Fatalf("write of %s read %d bytes from disk; want one delta frame (at most %d)", k, read, oneFrame(vs[len(vs)-1]))
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := db.Get([]byte(k)); err != nil || string(v) != k+" new" {
+			t.Fatalf("Get(%s) after a rollback = %q, %v; want %q", k, v, err, k+" new")
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	paused, _ := chainOpts(bwkv.Options{}, false)
+	db, err := bwkv.Open(dir, paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for k := range versions {
+		if v, err := db.Get([]byte(k)); err != nil || string(v) != k+" new" {
+			t.Fatalf("Get(%s) after reopening = %q, %v; want %q", k, v, err, k+" new")
+		}
+	}
+}

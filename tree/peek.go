@@ -138,6 +138,15 @@ func (t *Tree) loadLeaf(pid pagetable.PID, key []byte, pk *Peeked) (*node.Page, 
 	}
 }
 
+// low returns the lowest unretired txid for a writer's peek to settle at
+// (Env.Peek), or 0 (no settling) without a Retention.
+func (t *Tree) low() uint64 {
+	if t.env.Retention == nil {
+		return 0
+	}
+	return t.env.Retention.Low()
+}
+
 // MissedBytes returns the bytes of the pages read from disk since the
 // tree was made, loaded or peeked: the page cache's clock for admitting
 // pages (cache.Cache.Admit).

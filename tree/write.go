@@ -84,9 +84,14 @@ func (t *Tree) write(key []byte, leaf pagetable.PID, fn WriteFunc, pk *Peeked) (
 				view = p.OverDisk(disk)
 			} else if t.peekable(p, key) {
 				// Read key's durable versions without the lock, then
-				// check the stub again.
+				// check the stub again. The read may settle (Env.Peek)
+				// at low, sampled before it: fn's check stops at the
+				// newest version that is not skipped, and below low
+				// that is the first version no CLR masks, which the
+				// settled read ends with; the old value is that
+				// version's.
 				slot.Mu.Unlock()
-				disk, err := t.peek(pid, p, key, 0)
+				disk, err := t.peek(pid, p, key, t.low())
 				if err != nil {
 					return nil, false, err
 				}
