@@ -18,6 +18,9 @@ type ver struct {
 // chainSorted returns the chain's deltas ordered by key, each key's versions
 // newest first (a stable sort of the newest-first chain).
 func (p *Page) chainSorted(buf []ver) []ver {
+	if cap(buf) < p.Len {
+		buf = make([]ver, 0, p.Len) // one allocation, not one per doubling
+	}
 	buf = buf[:0]
 	for d := p.Head; d != nil; d = d.Next {
 		buf = append(buf, ver{d.Key, d.Value, d.TxID, d.Seq, d.Flags})
@@ -351,7 +354,8 @@ func (c *Contents) Bytes() int { return c.bytes }
 // version (a consolidation of part of a chain, which cannot see the CLRs
 // and newer writes above it).
 func (p *Page) Collect(r Retention) *Contents {
-	c := &Contents{vers: make([]ver, 0, p.Base.Len()+p.Len)}
+	n := p.Base.Len() + p.Len // at least the distinct keys
+	c := &Contents{vers: make([]ver, 0, n), keyStart: make([]int, 0, n)}
 	c.appendPage(p, newRetention(r))
 	return c
 }
