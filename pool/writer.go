@@ -83,6 +83,9 @@ func (w *FileWriter) Reserve(frameBytes int64, frames int) error {
 	}
 	size := frameBytes + int64(frames)*tableEntrySize + footerSize
 	w.reserved = size
+	if frames > 0 {
+		w.table = slices.Grow(w.table, frames)
+	}
 	if err := vfs.Preallocate(w.f, size); err != nil {
 		// Only a speed-up: the frames may still fit (compressed, on a
 		// nearly full disk), so go on without it. The file may have
@@ -197,11 +200,21 @@ func (w *FileWriter) Finish() (FileInfo, error) {
 	if n := len(w.table); n > 0 {
 		ft.minAddr, ft.maxAddr = w.table[0].addr, w.table[n-1].addr
 	}
+	// The table goes out through the buffer in flushBytes pieces, as
+	// the frames do, its CRC summed piece by piece: a checkpoint's table
+	// (a MiB for 30k frames) does not grow the buffer.
 	start := len(w.buf)
 	for _, e := range w.table {
 		w.buf = appendEntry(w.buf, e)
+		if len(w.buf) >= flushBytes {
+			ft.tableCRC = crc32.Update(ft.tableCRC, castagnoli, w.buf[start:])
+			if err := w.flush(); err != nil {
+				return FileInfo{}, err
+			}
+			start = 0
+		}
 	}
-	ft.tableCRC = crc32.Checksum(w.buf[start:], castagnoli)
+	ft.tableCRC = crc32.Update(ft.tableCRC, castagnoli, w.buf[start:])
 	w.buf = appendFooter(w.buf, ft)
 	if err := w.flush(); err != nil {
 		return FileInfo{}, err
