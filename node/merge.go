@@ -354,7 +354,7 @@ func (c *Contents) Bytes() int { return c.bytes }
 // version (a consolidation of part of a chain, which cannot see the CLRs
 // and newer writes above it).
 func (p *Page) Collect(r Retention) *Contents {
-	n := p.Base.Len() + p.Len // at least the distinct keys
+	n := p.Base.Len() + p.Len // a bound on the versions, and so on the keys
 	c := &Contents{vers: make([]ver, 0, n), keyStart: make([]int, 0, n)}
 	c.appendPage(p, newRetention(r))
 	return c

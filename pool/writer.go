@@ -59,7 +59,8 @@ func (w *FileWriter) Stored(addr uint64) (int, bool) {
 // sum of their plain encodings, delta.Frame.Size: an upper bound, since a
 // frame is stored compressed only when that is smaller), with their table
 // entries and the footer, on a file that can (vfs.Allocator); Finish then
-// cuts the file back to the bytes written. Call it before the first Add.
+// cuts the file back to the bytes written. It also makes room for the
+// frames' table entries in memory. Call it before the first Add.
 //
 // Why: a write that grows a file also changes its size, which a
 // journaling file system (ext4) records in its journal, and such writes
