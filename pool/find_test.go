@@ -54,8 +54,10 @@ func TestFindMatchesSearch(t *testing.T) {
 		for i, a := range addrs {
 			entries[i] = entry{addr: a, off: int64(i), pid: a}
 		}
-		r := &File{}
-		r.setTable(entries)
+		r := &File{table: table{addrs: addrs, slots: make([]slot, len(entries)), sample: sampleOf(addrs)}}
+		for i, e := range entries {
+			r.slots[i] = slot{off: e.off, len: e.len, crc: e.crc, pid: e.pid}
+		}
 		check := func(q uint64) {
 			want := sort.Search(len(addrs), func(i int) bool { return addrs[i] >= q })
 			got, ok := r.find(q)

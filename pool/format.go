@@ -148,22 +148,22 @@ func appendEntry(dst []byte, e entry) []byte {
 	return binary.LittleEndian.AppendUint64(dst, e.pid)
 }
 
-// parseTable validates the table bytes b against ft and returns its
-// entries. Offsets in errors are file offsets.
-func parseTable(b []byte, ft footer) ([]entry, error) {
+// parseTable validates the table bytes b against ft and returns the table
+// as File keeps it. Offsets in errors are file offsets.
+func parseTable(b []byte, ft footer) (table, error) {
 	at := int64(ft.tableOff)
 	if got := crc32.Checksum(b, castagnoli); got != ft.tableCRC {
-		return nil, corruptAt(at, "table checksum mismatch: footer says %08x, computed %08x", ft.tableCRC, got)
+		return table{}, corruptAt(at, "table checksum mismatch: footer says %08x, computed %08x", ft.tableCRC, got)
 	}
-	entries := make([]entry, ft.count)
+	t := table{addrs: make([]uint64, ft.count), slots: make([]slot, ft.count)}
 	next := uint64(0) // where the next frame must start
 	size := int(ft.entrySize())
-	for i := range entries {
+	for i := range t.addrs {
 		p := b[i*size:]
-		e := entry{
-			addr: binary.LittleEndian.Uint64(p),
-			len:  binary.LittleEndian.Uint32(p[16:]),
-			crc:  binary.LittleEndian.Uint32(p[20:]),
+		addr := binary.LittleEndian.Uint64(p)
+		e := slot{
+			len: binary.LittleEndian.Uint32(p[16:]),
+			crc: binary.LittleEndian.Uint32(p[20:]),
 		}
 		if size == tableEntrySize {
 			e.pid = binary.LittleEndian.Uint64(p[24:])
@@ -171,29 +171,30 @@ func parseTable(b []byte, ft footer) ([]entry, error) {
 		off := binary.LittleEndian.Uint64(p[8:])
 		eat := at + int64(i*size)
 		switch {
-		case e.addr == 0:
-			return nil, corruptAt(eat, "table entry %d: address 0", i)
+		case addr == 0:
+			return table{}, corruptAt(eat, "table entry %d: address 0", i)
 		case size == tableEntrySize && e.pid == 0:
-			return nil, corruptAt(eat+24, "table entry %d: page 0", i)
-		case i > 0 && e.addr <= entries[i-1].addr:
-			return nil, corruptAt(eat, "table entry %d: address %d does not ascend from %d", i, e.addr, entries[i-1].addr)
+			return table{}, corruptAt(eat+24, "table entry %d: page 0", i)
+		case i > 0 && addr <= t.addrs[i-1]:
+			return table{}, corruptAt(eat, "table entry %d: address %d does not ascend from %d", i, addr, t.addrs[i-1])
 		case off != next:
-			return nil, corruptAt(eat+8, "table entry %d: frame at %d, not %d where the previous one ends", i, off, next)
+			return table{}, corruptAt(eat+8, "table entry %d: frame at %d, not %d where the previous one ends", i, off, next)
 		case e.len < delta.FrameHeaderSize:
-			return nil, corruptAt(eat+16, "table entry %d: frame length %d is shorter than a frame header", i, e.len)
+			return table{}, corruptAt(eat+16, "table entry %d: frame length %d is shorter than a frame header", i, e.len)
 		case uint64(e.len) > ft.tableOff-off:
-			return nil, corruptAt(eat+16, "table entry %d: frame of %d bytes at %d overruns the table at %d", i, e.len, off, ft.tableOff)
+			return table{}, corruptAt(eat+16, "table entry %d: frame of %d bytes at %d overruns the table at %d", i, e.len, off, ft.tableOff)
 		}
 		e.off = int64(off)
 		next = off + uint64(e.len)
-		entries[i] = e
+		t.addrs[i], t.slots[i] = addr, e
 	}
 	switch {
 	case next != ft.tableOff:
-		return nil, corruptAt(int64(next), "%d bytes between the last frame and the table", ft.tableOff-next)
-	case ft.count > 0 && (entries[0].addr != ft.minAddr || entries[ft.count-1].addr != ft.maxAddr):
-		return nil, corruptAt(at, "table spans addresses [%d, %d], the footer says [%d, %d]",
-			entries[0].addr, entries[ft.count-1].addr, ft.minAddr, ft.maxAddr)
+		return table{}, corruptAt(int64(next), "%d bytes between the last frame and the table", ft.tableOff-next)
+	case ft.count > 0 && (t.addrs[0] != ft.minAddr || t.addrs[ft.count-1] != ft.maxAddr):
+		return table{}, corruptAt(at, "table spans addresses [%d, %d], the footer says [%d, %d]",
+			t.addrs[0], t.addrs[ft.count-1], ft.minAddr, ft.maxAddr)
 	}
-	return entries, nil
+	t.sample = sampleOf(t.addrs)
+	return t, nil
 }

@@ -33,15 +33,19 @@ type FileInfo struct {
 type File struct {
 	f    vfs.File
 	name string
-	// The relocation table, immutable: addrs ascending, slots[i] where
-	// the frame at addrs[i] lies, and sample every sampleEvery-th
-	// address (find). The addresses apart keep a search's cache lines
-	// few (find).
+	table
+	info   FileInfo
+	closed atomic.Bool
+}
+
+// table is a data file's relocation table as File keeps it, immutable:
+// addrs ascending, slots[i] where the frame at addrs[i] lies, and sample
+// every sampleEvery-th address. The addresses apart keep a search's cache
+// lines few (find).
+type table struct {
 	addrs  []uint64
 	slots  []slot
 	sample []uint64
-	info   FileInfo
-	closed atomic.Bool
 }
 
 // OpenFile reads and validates f's footer and relocation table (see the
@@ -74,26 +78,25 @@ func OpenFile(f vfs.File, name string) (*File, error) {
 	if err := readFull(f, tab, int64(ft.tableOff)); err != nil {
 		return nil, fmt.Errorf("pool: open %s: read table at %d: %w", name, ft.tableOff, err)
 	}
-	entries, err := parseTable(tab, ft)
+	t, err := parseTable(tab, ft)
 	if err != nil {
 		return nil, withFile(name, "open", err)
 	}
-	r := &File{
-		f:    f,
-		name: name,
+	return &File{
+		f:     f,
+		name:  name,
+		table: t,
 		info: FileInfo{
-			Frames:     len(entries),
+			Frames:     len(t.addrs),
 			MinAddr:    ft.minAddr,
 			MaxAddr:    ft.maxAddr,
 			FrameBytes: int64(ft.tableOff),
 			Size:       size,
 		},
-	}
-	r.setTable(entries)
-	return r, nil
+	}, nil
 }
 
-// slot is a relocation-table entry less its address (File.addrs).
+// slot is a relocation-table entry less its address (table.addrs).
 type slot struct {
 	off int64
 	len uint32
@@ -101,18 +104,13 @@ type slot struct {
 	pid uint64 // 0 in a version 1 file: unknown
 }
 
-// setTable sets r's table from entries, ascending by address.
-func (r *File) setTable(entries []entry) {
-	r.addrs = make([]uint64, len(entries))
-	r.slots = make([]slot, len(entries))
-	r.sample = make([]uint64, 0, (len(entries)+sampleEvery-1)/sampleEvery)
-	for i, e := range entries {
-		r.addrs[i] = e.addr
-		r.slots[i] = slot{off: e.off, len: e.len, crc: e.crc, pid: e.pid}
-		if i%sampleEvery == 0 {
-			r.sample = append(r.sample, e.addr)
-		}
+// sampleOf returns every sampleEvery-th address of addrs (table.sample).
+func sampleOf(addrs []uint64) []uint64 {
+	s := make([]uint64, 0, (len(addrs)+sampleEvery-1)/sampleEvery)
+	for i := 0; i < len(addrs); i += sampleEvery {
+		s = append(s, addrs[i])
 	}
+	return s
 }
 
 // entry returns the table entry i.
