@@ -221,7 +221,7 @@ func (r *File) find(addr uint64) (int, bool) {
 	return lo, lo < len(a) && a[lo] == addr
 }
 
-// sampleEvery is the spacing of File.sample: the sample of a checkpoint's
+// sampleEvery is the spacing of table.sample: the sample of a checkpoint's
 // 30k frames is 4 KiB.
 const sampleEvery = 64
 
