@@ -170,6 +170,17 @@ func TestBestPeers(t *testing.T) {
 	if w1.P99Peer != "badger" || !near(w1.P99Ratio, 2) || w1.MeetsP99 {
 		t.Errorf("W1 p99 %+v", w1)
 	}
+	// Durable W4 at 16 threads has its own goal: 1.6x meets W4's 1.5x
+	// elsewhere, not the 2x asked of group commit.
+	g := []Result{row("bwkv", "W4", 16, 160, 1), row("pebble", "W4", 16, 100, 2),
+		row("bwkv", "W4", 2, 160, 1), row("pebble", "W4", 2, 100, 2)}
+	for i := range g {
+		g[i].Durability = "durable"
+	}
+	d := BestPeers(Aggregate(g, o), o)
+	if len(d) != 2 || d[0].Key.Threads != 2 || d[0].Goal != 1.5 || !d[0].MeetsOps || d[1].Goal != 2 || d[1].MeetsOps {
+		t.Errorf("durable W4 goals %+v", d)
+	}
 	// The quadratic fixture is never a peer.
 	if w6.OpsPeer != "bbolt" || !near(w6.OpsRatio, 4) || !w6.MeetsOps || !near(w6.P99Ratio, 0.5) || !w6.MeetsP99 {
 		t.Errorf("W6 %+v", w6)
