@@ -122,6 +122,12 @@ func WithTestNoShorten(o *Options) *Options {
 	return withHooks(o, func(h *testHooks) { h.noShorten = true })
 }
 
+// WithTestNoEvict returns a copy of o whose background evictor evicts and
+// consolidates nothing (cache.Env.NoEvict): the test makes stubs itself.
+func WithTestNoEvict(o *Options) *Options {
+	return withHooks(o, func(h *testHooks) { h.noEvict = true })
+}
+
 // WithTestHotAfter returns a copy of o whose checkpoints take a page as
 // hot (its frames stored plain) when its durable head is younger than d;
 // d < 0: no page is hot.

@@ -45,6 +45,8 @@ type testHooks struct {
 	// noShorten stops the evictor consolidating the long chains of pages
 	// in use (tree.Config.ReadChain 0), for tests that build chains.
 	noShorten bool
+	// noEvict keeps the background evictor idle (cache.Env.NoEvict).
+	noEvict bool
 	// formatVersion, when not zero, is the format version a new database
 	// records instead of manifest.FormatVersion (tests of older formats).
 	formatVersion uint64
@@ -88,6 +90,7 @@ func (h *testHooks) init(from *testHooks) {
 	h.gcNoConsolidate = from.gcNoConsolidate
 	h.hotAfter = from.hotAfter
 	h.noShorten = from.noShorten
+	h.noEvict = from.noEvict
 	h.noCarry = from.noCarry
 	h.formatVersion = from.formatVersion
 	h.gcPaused.Store(from.gcPaused.Load())

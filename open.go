@@ -176,6 +176,7 @@ func (db *DB) newCache() *cache.Cache {
 	env := cache.Env{
 		CacheBytes:      db.opts.CacheBytes,
 		ReadOnly:        db.opts.ReadOnly,
+		NoEvict:         db.hooks.noEvict,
 		Recovering:      db.recovering.Load,
 		Pages:           db.pt,
 		Tree:            db.tree,

@@ -106,6 +106,7 @@ func TestPeekChainIndex(t *testing.T) {
 func TestPeekSettles(t *testing.T) {
 	dir := t.TempDir()
 	db, versions, pid, _ := openChain(t, dir, 64<<20)
+	retireAll(t, db) // or a version not retired yet holds a peek back
 	if bwkv.StubAll(db) == 0 {
 		t.Fatal("no leaf stubbed")
 	}
@@ -234,7 +235,17 @@ func TestPeekSettlesNotUnderCLR(t *testing.T) {
 // rolled-back write restores it, and the writes survive a reopen.
 func TestBlindWriteSettles(t *testing.T) {
 	dir := t.TempDir()
-	db, versions, pid, _ := openChain(t, dir, 0)
+	// A one-byte cache admits no stub (a write to it peeks), and an idle
+	// evictor leaves the stub the test makes as it is (dropped, the next
+	// write read the whole chain: it did, under load).
+	paused, _ := chainOpts(bwkv.Options{}, false)
+	db, err := bwkv.Open(dir, bwkv.WithTestNoEvict(paused))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	versions := writeChain(t, db, 8, 30, 0, nil)
+	pid, _ := leafChain(t, frameMap(t, dir))
 	stub := func() {
 		for i := 0; i < 3 && bwkv.StubIndexed(db, pid) < 0; i++ {
 			bwkv.StubAll(db)
@@ -243,10 +254,21 @@ func TestBlindWriteSettles(t *testing.T) {
 			t.Fatalf("page %d not stubbed", pid)
 		}
 	}
-	stub()
+	// ready retires every version so far (a peek may then settle at a
+	// key's newest version), makes them durable and stubs the leaf: an
+	// indexed stub with nothing in memory.
+	ready := func() {
+		t.Helper()
+		retireAll(t, db)
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		stub()
+	}
 	// One frame: the newest version's, whose value and header take about
 	// 100 bytes more than the value.
 	oneFrame := func(v string) int64 { return int64(len(v) + 128) }
+	ready()
 	for k, vs := range versions {
 		_, frames, err := bwkv.PeekStubVersions(db, pid, []byte(k), false, false)
 		if err != nil || frames < 3 {
@@ -260,15 +282,12 @@ func TestBlindWriteSettles(t *testing.T) {
 			t.Fatalf("blind Put of %s read %d bytes from disk; want its newest delta frame (at most %d)", k, read, oneFrame(vs[len(vs)-1]))
 		}
 	}
-	if err := db.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
-	stub()
+	// The blind writes' versions are durable, retired and in the stub's
+	// chain in memory.
+	ready()
 	for k, vs := range versions {
 		// A transaction's write, rolled back: its peek gave the old
-		// value the rollback restores. The blind write's version is
-		// durable but stays in the stub's chain in memory, so the peek
-		// under it reads the same frame as before.
+		// value the rollback restores, and read one delta frame.
 		tx, err := db.Begin()
 		if err != nil {
 			t.Fatal(err)
@@ -290,8 +309,7 @@ func TestBlindWriteSettles(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	paused, _ := chainOpts(bwkv.Options{}, false)
-	db, err := bwkv.Open(dir, paused)
+	db, err = bwkv.Open(dir, paused)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +317,33 @@ func TestBlindWriteSettles(t *testing.T) {
 	for k := range versions {
 		if v, err := db.Get([]byte(k)); err != nil || string(v) != k+" new" {
 			t.Fatalf("Get(%s) after reopening = %q, %v; want %q", k, v, err, k+" new")
+		}
+	}
+}
+
+// retireAll returns once every txn db began so far is retired: other txns
+// commit (a filler key, below the test leaf's keys) until one begun first
+// is below the lowest unretired txid. Retirement waits for the log, and a
+// loaded machine can leave the last commits of a test's setup unretired.
+func retireAll(t *testing.T, db *bwkv.DB) {
+	t.Helper()
+	probe, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := bwkv.TxnID(probe)
+	if err := probe.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; bwkv.LowestUnretired(db) <= id; i++ {
+		if i == 1000 {
+			t.Fatalf("txn %d not retired: lowest unretired %d", id, bwkv.LowestUnretired(db))
+		}
+		if err := db.Put([]byte("a000"), []byte("filler")); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Sync(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

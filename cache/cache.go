@@ -63,6 +63,10 @@ type Env struct {
 	// ReadOnly: no goroutine runs; callers of Check evict themselves and
 	// WantCompact queues nothing.
 	ReadOnly bool
+	// NoEvict keeps Run from evicting or consolidating anything (tests
+	// that make stubs themselves and measure what a write to one reads,
+	// with a cache too small to admit it).
+	NoEvict bool
 	// Recovering reports whether Open's recovery runs (a read-only DB
 	// then evicts nothing; see Check). Read-only DBs only.
 	Recovering func() bool
@@ -275,6 +279,9 @@ func (c *Cache) Run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-c.kick:
+		}
+		if c.env.NoEvict {
+			continue
 		}
 		for c.compactQ.len() > 0 {
 			c.compact(64)
