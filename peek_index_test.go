@@ -195,18 +195,7 @@ func TestPeekSettlesNotUnderCLR(t *testing.T) {
 	if err := db.Checkpoint(); err != nil { // the CLR's frame
 		t.Fatal(err)
 	}
-	// Other txns commit until the rolled-back one is retired.
-	for i := 0; bwkv.LowestUnretired(db) <= id; i++ {
-		if i == 1000 {
-			t.Fatalf("txn %d not retired: lowest unretired %d", id, bwkv.LowestUnretired(db))
-		}
-		if err := db.Put([]byte("a000"), []byte("filler")); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Sync(); err != nil { // retirement waits for the log
-			t.Fatal(err)
-		}
-	}
+	retirePast(t, db, id)
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,10 +310,9 @@ func TestBlindWriteSettles(t *testing.T) {
 	}
 }
 
-// retireAll returns once every txn db began so far is retired: other txns
-// commit (a filler key, below the test leaf's keys) until one begun first
-// is below the lowest unretired txid. Retirement waits for the log, and a
-// loaded machine can leave the last commits of a test's setup unretired.
+// retireAll returns once every txn db began so far is retired (retirePast
+// of a txn begun now). A loaded machine can leave the last commits of a
+// test's setup unretired.
 func retireAll(t *testing.T, db *bwkv.DB) {
 	t.Helper()
 	probe, err := db.Begin()
@@ -335,6 +323,14 @@ func retireAll(t *testing.T, db *bwkv.DB) {
 	if err := probe.Rollback(); err != nil {
 		t.Fatal(err)
 	}
+	retirePast(t, db, id)
+}
+
+// retirePast returns once txn id is retired: other txns commit (a filler
+// key, below the test leaf's keys) until id is below the lowest
+// unretired txid. Retirement waits for the log.
+func retirePast(t *testing.T, db *bwkv.DB, id uint64) {
+	t.Helper()
 	for i := 0; bwkv.LowestUnretired(db) <= id; i++ {
 		if i == 1000 {
 			t.Fatalf("txn %d not retired: lowest unretired %d", id, bwkv.LowestUnretired(db))
