@@ -97,7 +97,13 @@ func openChain(t *testing.T, dir string, cacheBytes int64) (*bwkv.DB, map[string
 	if cacheBytes > 0 {
 		paused.CacheBytes = cacheBytes
 	}
-	db, err := bwkv.Open(dir, paused)
+	return openChainWith(t, dir, paused)
+}
+
+// openChainWith is openChain with the options o.
+func openChainWith(t *testing.T, dir string, o *bwkv.Options) (*bwkv.DB, map[string][]string, uint64, []frameLoc) {
+	t.Helper()
+	db, err := bwkv.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}

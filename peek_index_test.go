@@ -228,13 +228,7 @@ func TestBlindWriteSettles(t *testing.T) {
 	// evictor leaves the stub the test makes as it is (dropped, the next
 	// write read the whole chain: it did, under load).
 	paused, _ := chainOpts(bwkv.Options{}, false)
-	db, err := bwkv.Open(dir, bwkv.WithTestNoEvict(paused))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	versions := writeChain(t, db, 8, 30, 0, nil)
-	pid, _ := leafChain(t, frameMap(t, dir))
+	db, versions, pid, _ := openChainWith(t, dir, bwkv.WithTestNoEvict(paused))
 	stub := func() {
 		for i := 0; i < 3 && bwkv.StubIndexed(db, pid) < 0; i++ {
 			bwkv.StubAll(db)
@@ -298,7 +292,7 @@ func TestBlindWriteSettles(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = bwkv.Open(dir, paused)
+	db, err := bwkv.Open(dir, paused)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestNewCopies(t *testing.T) {
 		if !bytes.Equal(d.Key, bytes.Repeat([]byte{'k'}, tc.k)) || !bytes.Equal(d.Value, bytes.Repeat([]byte{'v'}, tc.v)) {
 			t.Fatalf("%d/%d: delta holds %q / %q after the caller's bytes changed", tc.k, tc.v, d.Key, d.Value)
 		}
-		if len(key[len(key):cap(key)]) > 0 && key[:cap(key)][len(key)] != 0 {
+		if key[:cap(key)][len(key)] != 0 {
 			t.Fatalf("%d/%d: New wrote past the caller's key", tc.k, tc.v)
 		}
 		if cap(d.Key) != len(d.Key) || cap(d.Value) != len(d.Value) {
