@@ -2,6 +2,7 @@ package bwkv_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -199,6 +200,22 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
+// scan100 reads up to 100 keys from the first >= from in a snapshot of
+// db, and returns a sum over their first key bytes and value lengths (so
+// the reads are not optimized away).
+func scan100(db *bwkv.DB, from []byte) (sink int) {
+	s, _ := db.NewSnapshot()
+	it, _ := s.NewIter(nil)
+	c := 0
+	for ok := it.SeekGE(from); ok && c < 100; ok = it.Next() {
+		sink += int(it.Key()[0]) + len(it.Value())
+		c++
+	}
+	it.Close()
+	s.Close()
+	return sink
+}
+
 func BenchmarkScan100(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprintf("bwkv/keys=%d", n), func(b *testing.B) {
@@ -210,20 +227,63 @@ func BenchmarkScan100(b *testing.B) {
 			cpu := cpuTime()
 			for i := 0; i < b.N; i++ {
 				kb = benchKey(kb, rng.IntN(n))
-				s, _ := db.NewSnapshot()
-				it, _ := s.NewIter(nil)
-				c := 0
-				for ok := it.SeekGE(kb); ok && c < 100; ok = it.Next() {
-					c++
-				}
-				it.Close()
-				s.Close()
+				scan100(db, kb)
 			}
 			// CPU time says more than wall time on a shared machine.
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
+
+// BenchmarkScanCrossing: 100-key scans over 1 KiB values (W6's shape),
+// about 20 keys to a leaf, so each scan crosses five or six leaves. warm
+// is the engine as it runs; cold turns off the warming of the caches for
+// the next leaf (Iter.startAhead). Both run on one DB in one process: the
+// memory layout, which moves a scan's speed between processes by more
+// than the warming does on this class of VM, is the same for both.
+//
+//	go test -run XXX -bench BenchmarkScanCrossing -count 5 .
+func BenchmarkScanCrossing(b *testing.B) {
+	const n = 100_000
+	db := crossingDB
+	if db == nil {
+		var err error
+		if db, err = bwkv.Open(b.TempDir(), nil); err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = i
+		}
+		fillDB(b, db, ids, benchKey, bytes.Repeat([]byte("v"), 1024))
+		if err := db.Compact(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		crossingDB = db
+	}
+	for _, cold := range []bool{false, true} {
+		b.Run(map[bool]string{false: "warm", true: "cold"}[cold], func(b *testing.B) {
+			db.SetTestNoAhead(cold)
+			defer db.SetTestNoAhead(false)
+			rng := rand.New(rand.NewPCG(7, 8))
+			kb := make([]byte, 0, 16)
+			sink := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for i := 0; i < b.N; i++ {
+				kb = benchKey(kb, rng.IntN(n))
+				sink += scan100(db, kb)
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			if sink == 0 {
+				b.Fatal("the scans read nothing")
+			}
+		})
+	}
+}
+
+var crossingDB *bwkv.DB
 
 // BenchmarkCommitSync: durable one-key commits with 1, 8 and 64 concurrent
 // committers; reports commits/s, log records per fsync and the mean fsync

@@ -503,3 +503,7 @@ func TxnID(tx *Txn) uint64 { return tx.st.ID }
 
 // LowestUnretired returns the lowest txid not yet retired (mvcc.Manager.Low).
 func LowestUnretired(db *DB) uint64 { return db.mv.Low() }
+
+// SetTestNoAhead turns a forward scan's cache warming for its next leaf
+// off (or back on): the baseline it is measured against.
+func (db *DB) SetTestNoAhead(off bool) { db.hooks.noAhead.Store(off) }

@@ -75,6 +75,10 @@ type testHooks struct {
 	// for the key, the second returns an indexed read's error instead of
 	// reading the chain again from its head.
 	peekSkipIndexed, peekNoReread atomic.Bool
+	// noAhead turns off a forward scan's warming of the caches for its
+	// next leaf (Iter.startAhead, tree.Ahead): the baseline it is
+	// measured against.
+	noAhead atomic.Bool
 }
 
 // init copies the knobs an Options carries (nil: none) into h.

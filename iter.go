@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"iter"
+	"math"
 	"sync"
 
 	"github.com/bwkv/bwkv/delta"
 	"github.com/bwkv/bwkv/internal/invariants"
 	"github.com/bwkv/bwkv/node"
+	"github.com/bwkv/bwkv/tree"
 )
 
 // IterOptions bound an iterator to [LowerBound, UpperBound); nil means
@@ -168,6 +170,11 @@ type iterScratch struct {
 	ents   []iterEntry
 	ovs    []node.Override
 	bounds []byte
+	// ahead warms the caches for the crossing into the current leaf's
+	// right sibling (tree.Ahead); its next step runs once a forward
+	// scan's position reaches aheadAt, every aheadGap entries.
+	ahead             tree.Ahead
+	aheadAt, aheadGap int
 }
 
 // iterSlabLen is how many iterators one slab holds.
@@ -398,6 +405,33 @@ func (it *Iter) above(k []byte) bool {
 	return it.skipFwd()
 }
 
+// startAhead starts warming the caches for the crossing into the right
+// sibling of the leaf just loaded for a forward scan: the steps are
+// spread over the leaf's entries in range, a fifth of them apart, so
+// each step's prefetch has some entries' work to arrive in.
+func (it *Iter) startAhead() {
+	sc := it.sc
+	if !it.pageHasHigh || it.db.hooks.noAhead.Load() || (it.hi != nil && bytes.Compare(it.pageHigh, it.hi) >= 0) {
+		sc.ahead.Clear()
+		sc.aheadAt = math.MaxInt
+		return
+	}
+	it.db.tree.StartAhead(&sc.ahead, it.sibling)
+	sc.aheadGap = max(1, (it.end-it.start)/5)
+	sc.aheadAt = it.pos + sc.aheadGap
+}
+
+// stepAhead takes the next step of the warming startAhead began.
+func (it *Iter) stepAhead() {
+	sc := it.sc
+	if sc.ahead.Done() {
+		sc.aheadAt = math.MaxInt
+		return
+	}
+	sc.ahead.Step()
+	sc.aheadAt = it.pos + sc.aheadGap
+}
+
 // step moves past the current candidate, forward.
 func (it *Iter) step() {
 	if it.onOv {
@@ -444,6 +478,7 @@ func (it *Iter) seekGE(key []byte, right bool) bool {
 		}
 		it.load(p, key, nil, true)
 		it.pos = it.start
+		it.startAhead()
 		if it.skipFwd() {
 			it.valid = true
 			return true
@@ -547,6 +582,9 @@ func (it *Iter) Next() bool {
 	} else {
 		it.step()
 		if it.skipFwd() {
+			if it.pos >= it.sc.aheadAt {
+				it.stepAhead()
+			}
 			return true
 		}
 	}
@@ -679,6 +717,7 @@ func (it *Iter) Close() error {
 	it.sc.ents = it.ents[:0]
 	clear(it.ovs)
 	it.sc.ovs = it.ovs[:0]
+	it.sc.ahead.Clear()
 	db, sc := it.db, it.sc
 	*it = Iter{closed: true, err: it.err}
 	it.live.Close()

@@ -1,6 +1,7 @@
 // Package base holds what every layer of bwkv shares and nothing else: the
-// identity types (PID, Addr, LSN, TxID, FileID) and the one corruption
-// marker. It is internal to bwkv; no API stability promise.
+// identity types (PID, Addr, LSN, TxID, FileID), the one corruption
+// marker and a CPU cache prefetch hint. It is internal to bwkv; no API
+// stability promise.
 //
 // # Identity types
 //
@@ -22,6 +23,16 @@
 // *bwkv.CorruptionError finds corruption from any layer with no
 // translation. Files written by a newer format version return an error
 // wrapping ErrVersion.
+//
+// # Prefetch
+//
+// Prefetch is a CPU cache hint: it asks for memory a caller will read
+// soon and returns at once. The index uses it where a read is a chain of
+// dependent cache misses whose next link is known early (a forward scan's
+// crossing into the next leaf, tree.Ahead, through delta.Base's
+// PrefetchHeader and PrefetchEntries). It lives here, in the one package
+// every layer may import, so no index package depends on another for it.
+// It is assembly on amd64 and arm64 and a no-op elsewhere.
 //
 // Package base imports nothing of bwkv: every other package may import it.
 package base
