@@ -2,7 +2,10 @@ package delta
 
 import (
 	"bytes"
+	"unsafe"
+
 	"encoding/binary"
+	"github.com/bwkv/bwkv/internal/base"
 	"math/bits"
 	"slices"
 	"sync/atomic"
@@ -284,6 +287,13 @@ func (b *Base) bound(key []byte, strict bool) int {
 	}
 	w1, w2 := words(key, cpl)
 	pfx := b.pfx[: 2*n : 2*n]
+	if b.Level == 0 && n > 4 {
+		// A leaf's search words span several lines, most of them not in
+		// cache: ask for them all at once rather than one probe after
+		// another. (Inner pages are read by every descent and stay
+		// cached.)
+		base.Prefetch(unsafe.Pointer(&pfx[0]), 16*n)
+	}
 	lo, hi := 0, n
 	for lo < hi { // first pair >= (w1, w2)
 		m := int(uint(lo+hi) >> 1)

@@ -207,6 +207,9 @@ func (p *Page) Get(key []byte, vis Visibility) (val []byte, found bool) {
 	}
 	b := p.Base
 	for i := b.Search(key); i < b.Len(); i++ {
+		// Ask for the value now: its lines arrive while the key is
+		// compared and the version checked, before the caller copies it.
+		b.PrefetchValue(i)
 		if !b.KeyEqual(i, key) {
 			break
 		}
