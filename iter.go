@@ -256,6 +256,9 @@ func (it *Iter) ownerErr() error {
 	} else {
 		err = it.owner()
 	}
+	if err == nil {
+		return nil // every step asks: no errors.Is walk while the owner lives
+	}
 	if errors.Is(err, ErrTxnDone) {
 		err = ErrClosed
 	}
