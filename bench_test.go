@@ -236,7 +236,7 @@ func BenchmarkScan100(b *testing.B) {
 }
 
 // BenchmarkScanCrossing: 100-key scans over 1 KiB values (W6's shape),
-// about 20 keys to a leaf, so each scan crosses five or six leaves. warm
+// so each scan crosses several leaves. warm
 // is the engine as it runs; cold turns off the warming of the caches for
 // the next leaf (Iter.startAhead). Both run on one DB in one process: the
 // memory layout, which moves a scan's speed between processes by more

@@ -20,7 +20,6 @@ import (
 // A hint only: Ahead reads published, immutable states and changes
 // nothing; RightLeaf loads and checks the sibling as it would without it.
 type Ahead struct {
-	t     *Tree
 	slot  *pagetable.Slot[node.Page]
 	p     *node.Page
 	stage uint8
@@ -32,7 +31,7 @@ const aheadDone = 4
 // StartAhead starts warming for the leaf with PID sibling (0: none) and
 // takes the first step.
 func (t *Tree) StartAhead(a *Ahead, sibling uint64) {
-	*a = Ahead{t: t, stage: aheadDone}
+	*a = Ahead{stage: aheadDone}
 	if sibling == 0 {
 		return
 	}

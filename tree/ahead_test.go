@@ -46,7 +46,7 @@ func TestAheadWalksToSibling(t *testing.T) {
 		t.Fatal("a step past the end changed the walk")
 	}
 	a.Clear()
-	if !a.Done() || a.p != nil || a.slot != nil || a.t != nil {
+	if !a.Done() || a.p != nil || a.slot != nil {
 		t.Fatal("Clear kept references")
 	}
 }

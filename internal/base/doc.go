@@ -29,10 +29,13 @@
 // Prefetch is a CPU cache hint: it asks for memory a caller will read
 // soon and returns at once. The index uses it where a read is a chain of
 // dependent cache misses whose next link is known early (a forward scan's
-// crossing into the next leaf, tree.Ahead, through delta.Base's
-// PrefetchHeader and PrefetchEntries). It lives here, in the one package
-// every layer may import, so no index package depends on another for it.
-// It is assembly on amd64 and arm64 and a no-op elsewhere.
+// crossing into the next leaf, tree.Ahead, through node.Page's
+// PrefetchState and delta.Base's PrefetchHeader and PrefetchEntries), and
+// where the address of what a read copies next is known before the work
+// in between (a point read's value, delta.Base.PrefetchValue; a leaf's
+// search words, in delta.Base's search). It lives here, in the one
+// package every layer may import, so no index package depends on another
+// for it. It is assembly on amd64 and arm64 and a no-op elsewhere.
 //
 // Package base imports nothing of bwkv: every other package may import it.
 package base

@@ -5,8 +5,9 @@ import "unsafe"
 // lineBytes is the cache-line size the prefetch hints step by.
 const lineBytes = 64
 
-// maxPrefetchLines caps one Prefetch call: a hint for more lines than
-// this would evict more than it warms.
+// maxPrefetchLines caps the hints one Prefetch call issues (2 KiB): its
+// callers ask for the start of what they read next, and the CPU's own
+// prefetchers follow a sequential read past it.
 const maxPrefetchLines = 32
 
 // Prefetch hints the CPU to start loading the n bytes at p into its
