@@ -31,7 +31,7 @@ const aheadDone = 4
 // StartAhead starts warming for the leaf with PID sibling (0: none) and
 // takes the first step.
 func (t *Tree) StartAhead(a *Ahead, sibling uint64) {
-	*a = Ahead{stage: aheadDone}
+	a.Clear()
 	if sibling == 0 {
 		return
 	}
