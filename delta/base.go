@@ -2,13 +2,13 @@ package delta
 
 import (
 	"bytes"
-	"unsafe"
-
 	"encoding/binary"
-	"github.com/bwkv/bwkv/internal/base"
 	"math/bits"
 	"slices"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/bwkv/bwkv/internal/base"
 )
 
 // entryHeader is the fixed part of a slab entry:

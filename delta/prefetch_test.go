@@ -7,8 +7,9 @@ import (
 )
 
 // TestPrefetchHints runs the hints over an empty base and over a base with
-// empty and 4 KiB values (longer than one hint asks for): they return and
-// the base reads as before.
+// empty and 4 KiB values (longer than one hint asks for), the last one
+// empty (its offset is the end of the values: a hint must not index
+// there): they return and the base reads as before.
 func TestPrefetchHints(t *testing.T) {
 	var empty Builder
 	eb := empty.Finish(nil, nil, 0, 0)
@@ -16,7 +17,7 @@ func TestPrefetchHints(t *testing.T) {
 	eb.PrefetchEntries()
 
 	var bd Builder
-	vals := [][]byte{nil, []byte("v"), bytes.Repeat([]byte("x"), 4096)}
+	vals := [][]byte{nil, []byte("v"), bytes.Repeat([]byte("x"), 4096), nil}
 	for i, v := range vals {
 		bd.Add(fmt.Appendf(nil, "k%d", i), v, uint64(i+1), 1, 0)
 	}
