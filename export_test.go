@@ -507,3 +507,7 @@ func LowestUnretired(db *DB) uint64 { return db.mv.Low() }
 // SetTestNoAhead turns a forward scan's cache warming for its next leaf
 // off (or back on): the baseline it is measured against.
 func (db *DB) SetTestNoAhead(off bool) { db.hooks.noAhead.Store(off) }
+
+// CarriedConsolidations counts the consolidations that made a carried
+// base (tree.Stats.Carried).
+func CarriedConsolidations(db *DB) uint64 { return db.tree.Stats().Carried }

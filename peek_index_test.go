@@ -1,6 +1,7 @@
 package bwkv_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/bwkv/bwkv"
@@ -94,6 +95,62 @@ func TestPeekChainIndex(t *testing.T) {
 		t.Fatal("no peek read the chain again after the GC dropped its indexed frames")
 	} else {
 		t.Logf("%d of %d frames below the head gone; %d of %d peeks read again", gone, len(chain)-1, n, len(versions))
+	}
+}
+
+// TestPeekCarriedIndex: a leaf whose writers' consolidations were carried
+// (its base stands for delta frames on disk, delta.Carry) is stubbed with
+// every delta frame of its durable chain indexed, the carried ones
+// included, so a point access of one key on disk reads that key's delta
+// frames and the base, as for any other stub. A stub that indexed only
+// the deltas in memory above the carried base read every carried frame
+// of the chain for each key.
+func TestPeekCarriedIndex(t *testing.T) {
+	dir := t.TempDir()
+	o, _ := chainOpts(bwkv.Options{}, false)
+	o.CacheBytes = 64 << 20 // no evictor at work: the test makes the stub
+	// Consolidations every fifth delta, carried up to eight frames deep.
+	o.DeltaChainMax = 4
+	db, err := bwkv.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// writeChain's fillers and first five writes end in a split that
+	// leaves the three keys in a leaf with a written base and no chain;
+	// of the next seven, the fifth consolidation is carried (five delta
+	// frames on disk) and two deltas stay above it.
+	const first, writes = 5, 12
+	versions := writeChain(t, db, 3, writes, 0, nil)
+	if n := bwkv.CarriedConsolidations(db); n == 0 {
+		t.Fatal("no consolidation was carried: the test covers nothing")
+	}
+	deltas := map[string]int{} // each key's delta frames in the chain
+	for i := first; i < writes; i++ {
+		deltas[fmt.Sprintf("key%02d", i%3)]++
+	}
+	pid, chain := leafChain(t, frameMap(t, dir))
+	if len(chain) != writes-first+1 || chain[len(chain)-1].h.Kind != delta.KindBase {
+		t.Fatalf("page %d's chain on disk has %d frames; want %d delta frames and a base", pid, len(chain), writes-first)
+	}
+	retireAll(t, db)
+	if bwkv.StubAll(db) == 0 {
+		t.Fatal("no leaf stubbed")
+	}
+	if n := bwkv.StubIndexed(db, pid); n != len(chain)-1 {
+		t.Fatalf("the stub indexes %d delta frames; its chain on disk has %d", n, len(chain)-1)
+	}
+	for k, vs := range versions {
+		got, ok, frames, err := bwkv.PeekStub(db, pid, []byte(k), false)
+		if err != nil || !ok || string(got) != vs[len(vs)-1] {
+			t.Fatalf("indexed peek of %s = %.30q, %v, %v; want %.30q", k, got, ok, err, vs[len(vs)-1])
+		}
+		if frames != deltas[k]+1 {
+			t.Fatalf("indexed peek of %s read %d frames; want its %d deltas and the base", k, frames, deltas[k])
+		}
+		if got, frames, err := bwkv.PeekStubVersions(db, pid, []byte(k), false, true); err != nil || len(got) == 0 || string(got[0]) != vs[len(vs)-1] || frames != 1 {
+			t.Fatalf("settled peek of %s = %d versions, %v after %d frames; want the newest after 1", k, len(got), err, frames)
+		}
 	}
 }
 

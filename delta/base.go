@@ -93,18 +93,37 @@ type Carry struct {
 	// stands for, above that chain's newest written base, and their
 	// bytes: what bounds the chain (tree.Tree's carryOf).
 	Depth, Bytes int32
+	// Index and Rest index those Depth delta frames, the top one first,
+	// each with its key's hash (node.ChainHash), and Rest is the address
+	// of the written base below them; Rest 0: no index. When the leaf is
+	// evicted its stub takes the index (node.NewStub), so a point read
+	// on disk reads the frames that may hold its key and the base, not
+	// every frame of the chain. Read-only.
+	Index []ChainFrame
+	Rest  uint64
 	// pending: the absorbed deltas that were not durable when the base
 	// was built, newest first (the first at the base's address). The
 	// checkpointer writes those above its published address; once none
 	// is left, Clear drops them (a carried base then holds nothing but
-	// its bytes).
+	// its bytes and its index).
 	pending atomic.Pointer[[]*Delta]
 }
 
+// ChainFrame is a delta frame of a page's durable chain: its address and
+// its key's hash (node.ChainHash).
+type ChainFrame struct {
+	Addr uint64
+	Hash uint32
+}
+
 // NewCarry returns the carry of a base whose unwritten absorbed deltas
-// are pending (newest first), above the durable frame at link.
-func NewCarry(link uint64, depth, diskBytes int, pending []*Delta) *Carry {
+// are pending (newest first), above the durable frame at link; index and
+// rest index its delta frames on disk (Carry.Index; rest 0: none).
+func NewCarry(link uint64, depth, diskBytes int, pending []*Delta, index []ChainFrame, rest uint64) *Carry {
 	c := &Carry{Link: link, Depth: int32(depth), Bytes: int32(diskBytes)}
+	if rest != 0 {
+		c.Index, c.Rest = index, rest
+	}
 	if len(pending) > 0 {
 		c.pending.Store(&pending)
 	}
@@ -366,6 +385,9 @@ func (b *Base) Len() int { return len(b.ents) }
 // Bytes returns the memory the base holds, for accounting.
 func (b *Base) Bytes() int {
 	n := len(b.keys) + len(b.vals) + entBytes*len(b.ents) + 8*len(b.kids) + 96 + baseInline
+	if b.carry != nil {
+		n += 16 * cap(b.carry.Index)
+	}
 	if f := len(b.prefix) + len(b.Low) + len(b.High); f > int(b.used) {
 		n += f - int(b.used) // fences or prefix that did not fit inline
 	}

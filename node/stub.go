@@ -72,20 +72,27 @@ type DiskChain struct {
 }
 
 // ChainFrame is one delta frame of a DiskChain.
-type ChainFrame struct {
-	Addr uint64
-	Hash uint32
-}
+type ChainFrame = delta.ChainFrame
 
 // maxChainIndex bounds the frames a DiskChain indexes; the rest of a
 // longer chain is read frame by frame.
 const maxChainIndex = 128
 
-// ChainHash is the hash of a key that a DiskChain keeps per frame.
-func ChainHash(key []byte) uint32 {
-	h := maphash.Bytes(stubSeed, key)
-	return uint32(h ^ h>>32)
+// ChainHash is the hash of a key that a DiskChain keeps per frame: the
+// key's keyHash folded, so a delta in a chain has it without hashing its
+// key again (DeltaChainHash).
+func ChainHash(key []byte) uint32 { return foldHash(keyHash(key)) }
+
+// DeltaChainHash is ChainHash of d's key, from the hash d keeps once it
+// joined a chain.
+func DeltaChainHash(d *delta.Delta) uint32 {
+	if d.KeyHash == 0 {
+		return ChainHash(d.Key)
+	}
+	return foldHash(d.KeyHash)
 }
+
+func foldHash(h uint64) uint32 { return uint32(h ^ h>>32) }
 
 // Indexed reports whether the chain has an index.
 func (c *DiskChain) Indexed() bool { return c.Rest != 0 }
@@ -104,13 +111,18 @@ func (c *DiskChain) bytes() int { return 16 * cap(c.Frames) }
 
 // stubChain indexes the durable chain of p, a leaf whose every frame is
 // durable (NewStub): p's deltas, then, on a stub, the stub's own index
-// (or its head, unindexed below), else p's base frame. A frame without an
-// address (a page built outside the generational pool) leaves it
-// unindexed.
+// (or its head, unindexed below); on a carried base, the index of the
+// delta frames it stands for (delta.Carry; or its address, unindexed
+// below); else p's base frame. A frame without an address (a page built
+// outside the generational pool) leaves it unindexed.
 func stubChain(p *Page) DiskChain {
 	below := DiskChain{Rest: p.Base.Addr}
-	if p.Stub != nil && p.Stub.Chain.Indexed() {
-		below = p.Stub.Chain
+	if p.Stub != nil {
+		if p.Stub.Chain.Indexed() {
+			below = p.Stub.Chain
+		}
+	} else if c := p.Base.Carry(); c != nil && c.Rest != 0 {
+		below = DiskChain{Frames: c.Index, Rest: c.Rest}
 	}
 	if below.Rest == 0 {
 		return DiskChain{}
@@ -120,7 +132,7 @@ func stubChain(p *Page) DiskChain {
 		if d.Addr == 0 {
 			return DiskChain{}
 		}
-		c.Frames = append(c.Frames, ChainFrame{Addr: d.Addr, Hash: ChainHash(d.Key)})
+		c.Frames = append(c.Frames, ChainFrame{Addr: d.Addr, Hash: DeltaChainHash(d)})
 		if len(c.Frames) > maxChainIndex {
 			return c.Bound()
 		}

@@ -91,13 +91,13 @@ func TestStubChainIndex(t *testing.T) {
 	}
 	p = prepend(prepend(p, "k1"), "k3") // k3 at 12 over k1 at 11
 	s := NewStub(p, 12)
-	want := []ChainFrame{{12, ChainHash([]byte("k3"))}, {11, ChainHash([]byte("k1"))}}
+	want := []ChainFrame{{Addr: 12, Hash: ChainHash([]byte("k3"))}, {Addr: 11, Hash: ChainHash([]byte("k1"))}}
 	if c := s.Stub.Chain; c.Rest != 10 || fmt.Sprint(c.Frames) != fmt.Sprint(want) {
 		t.Fatalf("index %v rest %d; want %v rest 10", c.Frames, c.Rest, want)
 	}
 	s = prepend(s, "k4")
 	s2 := NewStub(s, 13)
-	want = append([]ChainFrame{{13, ChainHash([]byte("k4"))}}, want...)
+	want = append([]ChainFrame{{Addr: 13, Hash: ChainHash([]byte("k4"))}}, want...)
 	if c := s2.Stub.Chain; c.Rest != 10 || fmt.Sprint(c.Frames) != fmt.Sprint(want) {
 		t.Fatalf("re-stub: index %v rest %d; want %v rest 10", c.Frames, c.Rest, want)
 	}

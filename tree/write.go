@@ -272,14 +272,32 @@ func (t *Tree) carryOf(p *node.Page) *delta.Carry {
 	}
 	pub := t.env.Gens.Published()
 	depth, diskBytes := b.DiskChain()
+	if depth+p.Len > t.carryFrames() {
+		return nil
+	}
 	var pending []*delta.Delta
 	link := uint64(0)
+	// The index of the chain's delta frames on disk: p's deltas, then
+	// those b stands for if b is carried (its index), down to the written
+	// base at rest (0: none).
+	bc := b.Carry()
+	below, rest := []delta.ChainFrame(nil), b.Addr
+	if bc != nil {
+		below, rest = bc.Index, bc.Rest
+	}
+	var index []delta.ChainFrame
+	if rest != 0 {
+		index = make([]delta.ChainFrame, 0, p.Len+len(below))
+	}
 	for d := p.Head; d != nil; d = d.Next {
 		if d.Addr == 0 {
 			return nil
 		}
 		depth++
 		diskBytes += d.Size()
+		if rest != 0 {
+			index = append(index, delta.ChainFrame{Addr: d.Addr, Hash: node.DeltaChainHash(d)})
+		}
 		if link == 0 {
 			if d.Addr > pub {
 				pending = append(pending, d)
@@ -288,11 +306,14 @@ func (t *Tree) carryOf(p *node.Page) *delta.Carry {
 			}
 		}
 	}
-	if sb := t.splitBytes(); depth > t.carryFrames() || (sb > 0 && diskBytes > sb) {
+	if sb := t.splitBytes(); sb > 0 && diskBytes > sb {
 		return nil
 	}
+	if rest != 0 {
+		index = append(index, below...)
+	}
 	if link == 0 {
-		switch bc := b.Carry(); {
+		switch {
 		case bc != nil:
 			older := bc.Pending()
 			for _, d := range older {
@@ -317,7 +338,7 @@ func (t *Tree) carryOf(p *node.Page) *delta.Carry {
 	if failpoints.Skip(failpoints.MutCarryUnwritten) {
 		pending = nil // the checkpointer never writes what they held
 	}
-	return delta.NewCarry(link, depth, diskBytes, pending)
+	return delta.NewCarry(link, depth, diskBytes, pending, index, rest)
 }
 
 // carryFrames bounds the delta frames of a carried base's on-disk chain

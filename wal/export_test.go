@@ -23,9 +23,12 @@ func HoldWrites(w *Writer) (release func()) {
 	return w.writeMu.Unlock
 }
 
-// OverLimitSlack is the room an append buffer grown past the hard limit
-// gets (overLimitSlack).
+// OverLimitSlack is the least room an append buffer grown past the hard
+// limit gets (overLimitSlack).
 const OverLimitSlack = overLimitSlack
+
+// GrowAppendBuffer is growAppendBuffer.
+func GrowAppendBuffer(buf []byte, need int) []byte { return growAppendBuffer(buf, need) }
 
 // BufferCapacity returns the append buffer's capacity.
 func BufferCapacity(w *Writer) int {

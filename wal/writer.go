@@ -60,9 +60,9 @@ const (
 	hardFlushBytes = 16 << 20
 )
 
-// overLimitSlack is the room an append buffer gains when an appender
-// grows it past hardFlushBytes. Every appender past the limit then
-// writes the buffer out itself; the room saves a copy of the whole
+// overLimitSlack is the least room an append buffer gains when an
+// appender grows it past hardFlushBytes. Every appender past the limit
+// then writes the buffer out itself; the room saves a copy of the whole
 // buffer for each further appender that raced to the limit.
 const overLimitSlack = 64 << 10
 
@@ -71,13 +71,17 @@ const overLimitSlack = 64 << 10
 // append: append grows a large slice by a quarter, so a record crossing
 // the limit could leave a buffer of 20 MiB, and both the buffer and its
 // spare keep their capacity. Past the limit the buffer gets the bytes
-// needed and overLimitSlack.
+// needed and as much again as they are over the limit (at least
+// overLimitSlack): appenders racing past the limit while a write-out
+// holds the file then cost a copy of the whole buffer each time their
+// bytes over the limit double, not every overLimitSlack bytes, and the
+// buffer stays within twice the bytes over the limit.
 func growAppendBuffer(buf []byte, need int) []byte {
 	c := min(2*cap(buf), hardFlushBytes)
 	if c < need {
 		c = need
 		if need > hardFlushBytes {
-			c += overLimitSlack
+			c += max(overLimitSlack, need-hardFlushBytes)
 		}
 	}
 	nb := make([]byte, len(buf), c)

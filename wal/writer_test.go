@@ -588,6 +588,31 @@ func TestAppendBufferBounded(t *testing.T) {
 	}
 }
 
+// TestAppendBufferOverLimitGrowth: appenders that race past the hard
+// limit while a write-out holds the file (256 records of 4 KiB, 1 MiB
+// over it) cost a copy of the whole 16 MiB buffer each time their bytes
+// over the limit double, not one every OverLimitSlack bytes (16 copies,
+// 256 MiB of memmove under the append lock), and the buffer stays within
+// twice the bytes over the limit plus the slack.
+func TestAppendBufferOverLimitGrowth(t *testing.T) {
+	buf := make([]byte, wal.HardFlushBytes)
+	copies := 0
+	for range 256 {
+		need := len(buf) + 4096
+		if need > cap(buf) {
+			buf = wal.GrowAppendBuffer(buf, need)
+			copies++
+		}
+		buf = buf[:need]
+		if over := need - wal.HardFlushBytes; cap(buf) > wal.HardFlushBytes+2*over+wal.OverLimitSlack {
+			t.Fatalf("capacity %d with %d bytes over the limit; want at most twice those plus %d", cap(buf), over, wal.OverLimitSlack)
+		}
+	}
+	if copies > 6 {
+		t.Fatalf("%d copies of the buffer for 1 MiB appended past the limit; want at most 6", copies)
+	}
+}
+
 // TestAppendBufferDropsHugeRecord: a record larger than the hard limit
 // grows the append buffer past it for as long as it is pending; once it
 // is written out, neither the buffer nor its spare keeps that capacity,
