@@ -70,7 +70,10 @@
 // (delta.Carry), which the checkpointer writes as the delta frames it
 // would have written without the consolidation. The on-disk chain is
 // bounded by carryFrames() frames and the leaf byte bound; past them, or
-// over a base not written yet, the consolidation is a whole one.
+// over a base not written yet, the consolidation is a whole one. The
+// carry also indexes those frames (address and key hash) down to the
+// written base, so a stub of the leaf reads one key's frames on disk, not
+// the whole chain (node.NewStub).
 // Compact's, Squash's, Rebase's and Shorten's consolidations are whole.
 //
 // # Merges
