@@ -130,6 +130,11 @@ func NewCarry(link uint64, depth, diskBytes int, pending []*Delta, index []Chain
 	return c
 }
 
+// IndexBytes is the memory of c's index, which the page state of its base
+// counts (node.Page.Size), not the base's Bytes: a write reads a base's
+// Bytes and nothing else of its carry.
+func (c *Carry) IndexBytes() int { return 16 * cap(c.Index) }
+
 // Pending returns the absorbed deltas that were not durable when the base
 // was built, newest first; nil once cleared. Read-only.
 func (c *Carry) Pending() []*Delta {
@@ -385,9 +390,6 @@ func (b *Base) Len() int { return len(b.ents) }
 // Bytes returns the memory the base holds, for accounting.
 func (b *Base) Bytes() int {
 	n := len(b.keys) + len(b.vals) + entBytes*len(b.ents) + 8*len(b.kids) + 96 + baseInline
-	if b.carry != nil {
-		n += 16 * cap(b.carry.Index)
-	}
 	if f := len(b.prefix) + len(b.Low) + len(b.High); f > int(b.used) {
 		n += f - int(b.used) // fences or prefix that did not fit inline
 	}

@@ -23,8 +23,9 @@ type Page struct {
 	// Filter has one bit set per chain key (a 64-bit Bloom filter with one
 	// hash): a point read whose bit is clear skips the chain walk.
 	Filter uint64
-	// Size is the memory of the base and chain (0 on a state built from a
-	// base alone: Bytes computes it).
+	// Size is the memory of the base and chain, and of a carried base's
+	// index (delta.Carry.IndexBytes) (0 on a state built from a base
+	// alone: Bytes computes it).
 	Size int
 	// Stub is set on an evicted leaf whose entries are on disk only (see
 	// Stub); Base then holds no entries.

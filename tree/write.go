@@ -248,7 +248,7 @@ func (t *Tree) carried(p *node.Page, c *node.Contents) (np *node.Page, ok bool) 
 	nb := c.Build(0, c.Keys(), b.Low, b.High, b.Sibling)
 	nb.SetCarry(p.Head.Addr, cr)
 	t.carriedN.Add(1)
-	return &node.Page{Base: nb}, true
+	return &node.Page{Base: nb, Size: nb.Bytes() + cr.IndexBytes()}, true
 }
 
 // carryOf decides, under the page lock, whether the consolidation of leaf
