@@ -277,27 +277,12 @@ func (t *Tree) carryOf(p *node.Page) *delta.Carry {
 	}
 	var pending []*delta.Delta
 	link := uint64(0)
-	// The index of the chain's delta frames on disk: p's deltas, then
-	// those b stands for if b is carried (its index), down to the written
-	// base at rest (0: none).
-	bc := b.Carry()
-	below, rest := []delta.ChainFrame(nil), b.Addr
-	if bc != nil {
-		below, rest = bc.Index, bc.Rest
-	}
-	var index []delta.ChainFrame
-	if rest != 0 {
-		index = make([]delta.ChainFrame, 0, p.Len+len(below))
-	}
 	for d := p.Head; d != nil; d = d.Next {
 		if d.Addr == 0 {
 			return nil
 		}
 		depth++
 		diskBytes += d.Size()
-		if rest != 0 {
-			index = append(index, delta.ChainFrame{Addr: d.Addr, Hash: node.DeltaChainHash(d)})
-		}
 		if link == 0 {
 			if d.Addr > pub {
 				pending = append(pending, d)
@@ -309,9 +294,7 @@ func (t *Tree) carryOf(p *node.Page) *delta.Carry {
 	if sb := t.splitBytes(); sb > 0 && diskBytes > sb {
 		return nil
 	}
-	if rest != 0 {
-		index = append(index, below...)
-	}
+	bc := b.Carry()
 	if link == 0 {
 		switch {
 		case bc != nil:
@@ -338,7 +321,28 @@ func (t *Tree) carryOf(p *node.Page) *delta.Carry {
 	if failpoints.Skip(failpoints.MutCarryUnwritten) {
 		pending = nil // the checkpointer never writes what they held
 	}
+	index, rest := carryIndex(p)
 	return delta.NewCarry(link, depth, diskBytes, pending, index, rest)
+}
+
+// carryIndex indexes the delta frames of the on-disk chain a carried
+// consolidation of p stands for: p's deltas, then those p's base stands
+// for if it is carried (its index), down to the written base at rest
+// (0: none, and no index). Built once carryOf has decided to carry.
+func carryIndex(p *node.Page) (index []delta.ChainFrame, rest uint64) {
+	b := p.Base
+	below, rest := []delta.ChainFrame(nil), b.Addr
+	if bc := b.Carry(); bc != nil {
+		below, rest = bc.Index, bc.Rest
+	}
+	if rest == 0 {
+		return nil, 0
+	}
+	index = make([]delta.ChainFrame, 0, p.Len+len(below))
+	for d := p.Head; d != nil; d = d.Next {
+		index = append(index, delta.ChainFrame{Addr: d.Addr, Hash: node.DeltaChainHash(d)})
+	}
+	return append(index, below...), rest
 }
 
 // carryFrames bounds the delta frames of a carried base's on-disk chain
